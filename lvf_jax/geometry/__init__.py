@@ -1,0 +1,59 @@
+"""The geometric core of lvf_jax: pure, jit/vmap/grad-safe JAX functions (no Flax).
+
+Generators (``G``, column convention ``G @ h``) and maps (``G -> transition``) combine
+freely; see ``docs/ARCHITECTURE.md``.
+"""
+
+from lvf_jax.geometry.activations import modrelu
+from lvf_jax.geometry.generators import (
+    antisymmetric_diffusion,
+    antisymmetrize,
+    directional_derivative,
+    div,
+    divergence,
+    flux,
+    grad,
+    num_skew_params,
+    packed_from_skew,
+    project_divergence_free,
+    rotation,
+    rotation_blocks,
+    schur_form,
+    skew_from_packed,
+    skew_from_triu,
+)
+from lvf_jax.geometry.initializers import (
+    cayley_init,
+    doubly_stochastic,
+    haar_orthogonal,
+    haar_skew,
+    henaff,
+    modrelu_bias,
+    orthogonal_log,
+    scaled_normal,
+    sinkhorn,
+    uniform_angle,
+)
+from lvf_jax.geometry.maps import (
+    INTEGRATORS,
+    cayley,
+    euler,
+    exponential,
+    expm,
+    get_integrator,
+    inverse_scaled_cayley,
+    midpoint,
+    orthogonality_error,
+    scaled_cayley,
+    scaling_diagonal,
+)
+from lvf_jax.geometry.neumann import (
+    NEUMANN_ORDERS,
+    NeumannStep,
+    cayley_inverse,
+    neumann_inverse_step,
+    neumann_inverse_update,
+    neumann_product,
+)
+
+__all__ = [n for n in dir() if not n.startswith("_")]

@@ -1,0 +1,189 @@
+"""Initialisers with Flax's ``init(key, shape, dtype)`` signature.
+
+Each public name is a *factory* (like ``flax.linen.initializers.normal``) returning the
+initialiser, so it can be passed to ``self.param(name, init, shape)``. Skew initialisers
+return the full ``(n, n)`` skew-symmetric matrix (column convention).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+from lvf_jax.geometry import _checks
+
+Array = jnp.ndarray
+Initializer = Callable[..., Array]
+
+
+def _superdiagonal_skew(s: Array, n: int, dtype) -> Array:
+  """Skew matrix with ``A[2i, 2i+1] = s_i``, ``A[2i+1, 2i] = -s_i`` (expRNN layout)."""
+  idx = jnp.arange(n // 2) * 2
+  a = jnp.zeros((n, n), dtype).at[idx, idx + 1].set(s.astype(dtype))
+  return a - a.T
+
+
+def henaff() -> Initializer:
+  """Henaff et al. (2016) skew init: ``s_i ~ U(-pi, pi)`` on the 2x2 blocks (expRNN)."""
+
+  def init(key, shape, dtype=jnp.float32):
+    n = _checks.check_init_shape("henaff", shape)[0]
+    dtype = _checks.check_floating("henaff", "dtype", dtype)
+    s = jax.random.uniform(key, (n // 2,), dtype, -math.pi, math.pi)
+    return _superdiagonal_skew(s, n, dtype)
+
+  return init
+
+
+def cayley_init() -> Initializer:
+  """Cayley skew init (Helfrich et al. 2018 / expRNN): ``u ~ U(0, pi/2)``, ``s = -tan(u/2)``.
+
+  ``cayley(A)`` then has eigen-angles spread in ``(-pi/2, pi/2)`` (expm(A) in a smaller
+  range, as in expRNN's ``cayley_init_``).
+  """
+
+  def init(key, shape, dtype=jnp.float32):
+    n = _checks.check_init_shape("cayley_init", shape)[0]
+    dtype = _checks.check_floating("cayley_init", "dtype", dtype)
+    u = jax.random.uniform(key, (n // 2,), dtype, 0.0, math.pi / 2)
+    return _superdiagonal_skew(-jnp.tan(u / 2), n, dtype)
+
+  return init
+
+
+def _compute_dtype(dtype) -> jnp.dtype:
+  """LAPACK has no bfloat16/float16 kernels: compute in (at least) float32, then cast."""
+  dtype = jnp.dtype(dtype)
+  return jnp.dtype(jnp.float32) if dtype.itemsize < 4 else dtype
+
+
+def _haar_orthogonal(key, n: int, dtype) -> Array:
+  z = jax.random.normal(key, (n, n), _compute_dtype(dtype))
+  q, r = jnp.linalg.qr(z)
+  d = jnp.sign(jnp.diagonal(r))
+  q = q * jnp.where(d == 0, 1, d).astype(q.dtype)[None, :]  # Mezzadri's sign fix: Haar on O(n)
+  sign = jnp.sign(jnp.linalg.det(q))
+  return q.at[:, 0].multiply(sign)  # reflect one column: Haar on SO(n) (compute dtype)
+
+
+def haar_orthogonal() -> Initializer:
+  """Haar-random orthogonal matrix with ``det = +1`` (QR with sign fix)."""
+
+  def init(key, shape, dtype=jnp.float32):
+    n = _checks.check_init_shape("haar_orthogonal", shape)[0]
+    dtype = _checks.check_floating("haar_orthogonal", "dtype", dtype)
+    return _haar_orthogonal(key, n, dtype).astype(dtype)
+
+  return init
+
+
+def orthogonal_log(q: Array) -> Array:
+  """Real skew logarithm of a special orthogonal ``Q`` (principal branch).
+
+  ``S = (Q + Q^T)/2`` and ``K = (Q - Q^T)/2`` commute; on each invariant plane
+  ``S = cos(t) I`` and ``K = sin(t) J``, so ``log Q = K g(S)`` with ``g(c) = t / sin t``,
+  ``t = arccos c``, evaluated through ``eigh(S)``. Exact up to rounding away from
+  eigen-angles at ``+-pi`` (probability zero for Haar samples).
+  """
+  _checks.check_matrix("orthogonal_log", "q", q, batched=False)
+  s = (q + q.T) / 2
+  k = (q - q.T) / 2
+  c, z = jnp.linalg.eigh(s)
+  c = jnp.clip(c, -1.0, 1.0)
+  t = jnp.arccos(c)
+  sin_t = jnp.sqrt(jnp.maximum(1 - c * c, 0))
+  small = t < 1e-3
+  g = jnp.where(small, 1 + t * t / 6, t / jnp.where(small, 1, jnp.maximum(sin_t, 1e-30)))
+  log_q = k @ ((z * g[None, :]) @ z.T)
+  return (log_q - log_q.T) / 2
+
+
+def haar_skew() -> Initializer:
+  """Skew ``A`` with ``expm(A)`` Haar on SO(n): the "random" init of expRNN/nnRNN."""
+
+  def init(key, shape, dtype=jnp.float32):
+    n = _checks.check_init_shape("haar_skew", shape)[0]
+    dtype = _checks.check_floating("haar_skew", "dtype", dtype)
+    return orthogonal_log(_haar_orthogonal(key, n, dtype)).astype(dtype)
+
+  return init
+
+
+def sinkhorn(m: Array, tol: float = 1e-8, max_iter: int = 1000) -> Array:
+  """Sinkhorn-Knopp: alternately normalise rows and columns of a non-negative ``m``.
+
+  The stopping test (lvfRNN Alg. 2, corrected) measures the *row* sums after the column
+  step (right after its own normalisation each sum is trivially 1). Iteration stops at
+  ``max |row sum - 1| <= tol``, when the error stops decreasing (the floating-point
+  floor, e.g. ~1e-7 in float32), or after ``max_iter`` sweeps.
+  """
+  _checks.check_matrix("sinkhorn", "m", m, batched=False)
+
+  def sweep(x):
+    x = x / jnp.sum(x, axis=1, keepdims=True)
+    x = x / jnp.sum(x, axis=0, keepdims=True)
+    return x, jnp.max(jnp.abs(jnp.sum(x, axis=1) - 1))
+
+  def cond(state):
+    _, err, prev_err, it = state
+    return (err > tol) & (err < prev_err) & (it < max_iter)
+
+  def body(state):
+    x, err, _, it = state
+    x, new_err = sweep(x)
+    return x, new_err, err, it + 1
+
+  x0, err0 = sweep(m)
+  inf = jnp.asarray(jnp.inf, err0.dtype)
+  x, *_ = jax.lax.while_loop(cond, body, (x0, err0, inf, jnp.asarray(1)))
+  return x
+
+
+def doubly_stochastic(tol: float = 1e-8, max_iter: int = 1000) -> Initializer:
+  """lvfRNN Alg. 2: a doubly-stochastic vector field by Sinkhorn from ``U[0, 1]``.
+
+  The diagonal is zero from the start (Sinkhorn preserves zeros), so the result lies in
+  ``vf_n`` and is divergence-free: ``div V = col sums - row sums = 0``.
+  """
+
+  def init(key, shape, dtype=jnp.float32):
+    n = _checks.check_init_shape("doubly_stochastic", shape)[0]
+    if n < 2:
+      raise ValueError(f"doubly_stochastic: needs n >= 2; got shape {tuple(shape)}.")
+    dtype = _checks.check_floating("doubly_stochastic", "dtype", dtype)
+    cdt = _compute_dtype(dtype)
+    m = jax.random.uniform(key, (n, n), cdt) * (1 - jnp.eye(n, dtype=cdt))
+    return sinkhorn(m, tol, max_iter).astype(dtype)
+
+  return init
+
+
+def uniform_angle() -> Initializer:
+  """nnRNN rotation angles ``theta ~ U(0, 2 pi)``."""
+
+  def init(key, shape, dtype=jnp.float32):
+    return jax.random.uniform(key, tuple(shape), dtype, 0.0, 2 * math.pi)
+
+  return init
+
+
+def modrelu_bias(scale: float = 0.01) -> Initializer:
+  """modReLU bias ``b ~ U(-scale, scale)`` (uRNN / expRNN)."""
+
+  def init(key, shape, dtype=jnp.float32):
+    return jax.random.uniform(key, tuple(shape), dtype, -scale, scale)
+
+  return init
+
+
+def scaled_normal(sigma: float = 1.0, fan_axis: int = 0) -> Initializer:
+  """``N(0, sigma^2 / n)`` with ``n = shape[fan_axis]`` (AntisymmetricRNN: ``sigma_w``)."""
+
+  def init(key, shape, dtype=jnp.float32):
+    shape = tuple(shape)
+    return jax.random.normal(key, shape, dtype) * (sigma / math.sqrt(shape[fan_axis]))
+
+  return init

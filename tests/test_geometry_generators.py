@@ -1,0 +1,251 @@
+"""Generators against independent NumPy implementations of the papers' equations, and the
+lvfRNN properties of REFERENCE.md §1 (Thm 1, Props 1-2, eq 13, App. B and C)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lvf_jax import geometry as g
+
+
+def np_field(n, seed):
+  v = np.random.default_rng(seed).standard_normal((n, n))
+  np.fill_diagonal(v, 0.0)
+  return v
+
+
+# ----- independent NumPy transcriptions, element by element, of lvfRNN eqs (7)-(10), (15)
+
+
+def np_grad(h):
+  n = len(h)
+  return np.array([[h[i] - h[j] for j in range(n)] for i in range(n)])
+
+
+def np_div(v):
+  n = len(v)
+  return np.array([sum(v[j, i] - v[i, j] for j in range(n)) for i in range(n)])
+
+
+def np_dv(v):
+  n = len(v)
+  d = np_div(v)
+  return np.array([[(v[j, i] - v[i, j]) if i != j else -d[i] for j in range(n)]
+                   for i in range(n)])
+
+
+def np_dv_apply(v, h):  # eq (15): (D_V h)_i = sum_j (V_ij - V_ji)(h_i - h_j)
+  n = len(v)
+  return np.array([sum((v[i, j] - v[j, i]) * (h[i] - h[j]) for j in range(n)) for i in range(n)])
+
+
+sizes = st.integers(min_value=2, max_value=12)
+seeds = st.integers(min_value=0, max_value=2**31 - 1)
+
+
+@given(sizes, seeds)
+def test_toolbox_matches_numpy(n, seed):
+  v = np_field(n, seed)
+  h = np.random.default_rng(seed + 1).standard_normal(n)
+  np.testing.assert_allclose(g.grad(jnp.asarray(h)), np_grad(h), atol=1e-5)
+  np.testing.assert_allclose(g.divergence(jnp.asarray(v)), np_div(v), atol=1e-5)
+  dv = np.asarray(g.directional_derivative(jnp.asarray(v)))
+  np.testing.assert_allclose(dv, np_dv(v), atol=1e-5)
+  np.testing.assert_allclose(dv @ h, np_dv_apply(v, h), atol=1e-4)
+  r, t = np.asarray(g.rotation(jnp.asarray(v))), np.asarray(g.flux(jnp.asarray(v)))
+  np.testing.assert_allclose(r, v.T - v, atol=1e-6)
+  np.testing.assert_allclose(t, np.diag(np_div(v)), atol=1e-5)
+  np.testing.assert_allclose(dv, r - t, atol=1e-5)  # eq (10)
+  assert g.div is g.divergence
+
+
+@given(sizes, seeds)
+def test_dv_annihilates_constants(n, seed):
+  dv = g.directional_derivative(jnp.asarray(np_field(n, seed)))
+  c = jnp.full((n,), 3.7, jnp.float32)
+  np.testing.assert_allclose(dv @ c, np.zeros(n), atol=1e-4)
+
+
+@given(sizes, seeds)
+def test_integration_by_parts_eq13(n, seed):
+  v = np_field(n, seed)
+  h = np.random.default_rng(seed + 7).standard_normal(n)
+  lhs = np.sum(v * np.asarray(g.grad(jnp.asarray(h)))) + np.asarray(g.divergence(jnp.asarray(v))) @ h
+  assert abs(lhs) < 1e-4 * (1 + np.abs(v).sum() * np.abs(h).max())
+
+
+@given(sizes, seeds)
+def test_divergence_always_sums_to_zero(n, seed):
+  # Consequence: "(div V)_i <= 0 for all i" (Prop 2's hypothesis) forces div V = 0.
+  d = g.divergence(jnp.asarray(np_field(n, seed)))
+  assert abs(float(jnp.sum(d))) < 1e-4 * n
+
+
+@given(sizes, seeds)
+def test_skew_iff_divergence_free(n, seed):
+  v = jnp.asarray(np_field(n, seed))
+  dv = g.directional_derivative(v)
+  # Generic V: not divergence-free, D_V not skew.
+  assert float(jnp.max(jnp.abs(g.divergence(v)))) > 1e-3
+  assert float(jnp.max(jnp.abs(dv + dv.T))) > 1e-3
+  # Divergence projected out: skew, and the projection is orthogonal and idempotent.
+  p = g.project_divergence_free(v)
+  np.testing.assert_allclose(g.divergence(p), np.zeros(n), atol=1e-4)
+  dp = g.directional_derivative(p)
+  np.testing.assert_allclose(dp + dp.T, np.zeros((n, n)), atol=1e-4)
+  np.testing.assert_allclose(np.diag(p), np.zeros(n), atol=1e-6)
+  np.testing.assert_allclose(g.project_divergence_free(p), p, atol=1e-5)
+  resid = np.asarray(v - p)  # orthogonal to every divergence-free field
+  q = np.asarray(g.project_divergence_free(jnp.asarray(np_field(n, seed + 3))))
+  assert abs(np.sum(resid * q)) < 1e-3 * (1 + np.abs(resid).sum())
+  # Conversely, a skew D_V comes from a divergence-free V: diag(D_V) = -div V.
+  np.testing.assert_allclose(-np.diag(np.asarray(dp)), np.asarray(g.divergence(p)), atol=1e-5)
+
+
+def test_doubly_stochastic_fields_are_divergence_free():
+  v = g.doubly_stochastic()(jax.random.PRNGKey(0), (16, 16))
+  np.testing.assert_allclose(g.divergence(v), np.zeros(16), atol=1e-5)
+
+
+@given(sizes, seeds)
+def test_prop1_divergence_free_is_normal_with_imaginary_spectrum(n, seed):
+  dv = np.asarray(g.directional_derivative(g.project_divergence_free(jnp.asarray(np_field(n, seed)))),
+                  np.float64)
+  np.testing.assert_allclose(dv.T @ dv, dv @ dv.T, atol=1e-4)
+  assert np.max(np.abs(np.linalg.eigvals(dv).real)) < 1e-4
+
+
+@given(sizes, seeds, st.floats(min_value=1e-3, max_value=20.0))
+def test_prop2_stability_and_its_converse(n, seed, tau):
+  v = jnp.asarray(np_field(n, seed))
+  # Prop 2: div V <= 0 everywhere (i.e. div V = 0) => Re lambda(C_V) <= 1 for any tau >= 0.
+  p = g.project_divergence_free(v)
+  assert np.all(np.asarray(g.divergence(p)) <= 1e-5)
+  c = np.asarray(g.euler(g.directional_derivative(p), tau), np.float64)
+  assert np.max(np.linalg.eigvals(c).real) <= 1 + 1e-4 * (1 + tau)
+  # Converse direction (trace D_V = -sum div V = 0): a generic field with nonzero divergence
+  # (n >= 3; for n = 2 such a D_V is nilpotent) has an eigenvalue of D_V with negative real
+  # part, hence Re lambda(C_V) > 1 for every tau > 0: explicit Euler is then unstable.
+  if n == 2:
+    dv2 = np.asarray(g.directional_derivative(v), np.float64)
+    np.testing.assert_allclose(dv2 @ dv2, np.zeros((2, 2)), atol=1e-4)
+    return
+  dv = np.asarray(g.directional_derivative(v), np.float64)
+  min_re = np.min(np.linalg.eigvals(dv).real)
+  assert min_re < -1e-6
+  c = np.asarray(g.euler(g.directional_derivative(v), tau), np.float64)
+  assert np.max(np.linalg.eigvals(c).real) >= 1 - tau * min_re - 1e-3 * (1 + tau)
+
+
+def test_appendix_b_commutator_is_not_a_directional_derivative():
+  d_v = jnp.array([[0, 1, -1], [-1, 0, 1], [1, -1, 0]], jnp.float32)
+  d_u = jnp.array([[1, 1, -2], [-1, 0, 1], [2, -1, -1]], jnp.float32)
+  # Both are directional derivatives of vector fields (built with our D_V from V = -triu part).
+  for d in (d_v, d_u):
+    v = -jnp.triu(d, 1)  # (D_V)_ij = V_ji - V_ij with V upper-triangular
+    np.testing.assert_allclose(g.directional_derivative(v), d, atol=1e-6)
+  comm = d_u @ d_v - d_v @ d_u
+  np.testing.assert_allclose(comm, [[0, 2, -2], [0, 0, 0], [-2, 2, 0]])
+  # A D_W = R_W - T_W has a diagonal symmetric part; the commutator's symmetric part is
+  # off-diagonal, so it is not in VF_3.
+  sym = np.asarray((comm + comm.T) / 2)
+  assert np.abs(sym - np.diag(np.diag(sym))).max() > 1.0
+
+
+def test_appendix_c_leibniz_counterexample():
+  v = jnp.array([[0.0, 1.0], [2.0, 0.0]])
+  f, gg = jnp.array([1.0, 0.0]), jnp.array([0.0, 1.0])
+  dv = g.directional_derivative(v)
+  np.testing.assert_allclose(dv @ (f * gg), [0.0, 0.0])
+  np.testing.assert_allclose((dv @ f) * gg + f * (dv @ gg), [1.0, -1.0])
+
+
+def test_vf_dimension_and_redundancy():
+  # dim VF_n = n(n-1)/2: D_V depends on V only through V^T - V.
+  n = 7
+  v = jnp.asarray(np_field(n, 0))
+  s = jnp.asarray(np.random.default_rng(1).standard_normal((n, n)))
+  sym = s + s.T
+  np.testing.assert_allclose(g.directional_derivative(v + sym - jnp.diag(jnp.diag(sym))),
+                             g.directional_derivative(v), atol=1e-5)
+  jac = jax.jacobian(lambda x: g.directional_derivative(x).reshape(-1))(v).reshape(n * n, n * n)
+  assert np.linalg.matrix_rank(np.asarray(jac, np.float64), tol=1e-4) == g.num_skew_params(n)
+
+
+@given(sizes, seeds)
+def test_skew_constructions(n, seed):
+  m = np.random.default_rng(seed).standard_normal((n, n)).astype(np.float32)
+  np.testing.assert_allclose(g.antisymmetrize(jnp.asarray(m)), m - m.T, atol=1e-6)
+  u = np.triu(m, 1)
+  np.testing.assert_allclose(g.skew_from_triu(jnp.asarray(m)), u - u.T, atol=1e-6)
+  packed = g.packed_from_skew(jnp.asarray(u - u.T))
+  assert packed.shape == (n * (n - 1) // 2,)
+  np.testing.assert_allclose(g.skew_from_packed(packed, n), u - u.T, atol=1e-6)
+  np.testing.assert_allclose(packed, m[np.triu_indices(n, 1)], atol=1e-6)
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.1, 1.0])
+def test_antisymmetric_diffusion_eq12(gamma):
+  w = np.random.default_rng(0).standard_normal((6, 6)).astype(np.float32)
+  out = g.antisymmetric_diffusion(jnp.asarray(w), gamma)
+  np.testing.assert_allclose(out, w - w.T - gamma * np.eye(6), atol=1e-6)
+  eig = np.linalg.eigvals(np.asarray(out, np.float64))
+  np.testing.assert_allclose(eig.real, -gamma * np.ones(6), atol=1e-5)  # AntisymmetricRNN Sec. 3
+
+
+def np_schur(p, gamma, theta, t):
+  n = p.shape[0]
+  lam = np.zeros((n, n))
+  for i in range(n // 2):
+    c, s = np.cos(theta[i]), np.sin(theta[i])
+    lam[2 * i:2 * i + 2, 2 * i:2 * i + 2] = gamma[i] * np.array([[c, -s], [s, c]])
+  return p @ (lam + np.tril(t, -1)) @ p.T
+
+
+@given(st.integers(1, 6), seeds)
+def test_schur_form_eq5(k, seed):
+  n = 2 * k
+  rng = np.random.default_rng(seed)
+  p = np.linalg.qr(rng.standard_normal((n, n)))[0].astype(np.float32)
+  gamma = rng.uniform(0.5, 1.5, k).astype(np.float32)
+  theta = rng.uniform(0, 2 * np.pi, k).astype(np.float32)
+  t = rng.standard_normal((n, n)).astype(np.float32)
+  out = g.schur_form(*map(jnp.asarray, (p, gamma, theta, t)))
+  np.testing.assert_allclose(out, np_schur(p, gamma, theta, t), atol=1e-4)
+  # Eigenvalues of V are gamma_i e^{+-i theta_i} when T is strictly *block*-lower (the real
+  # Schur form); the entries t_{2i+1,2i} inside a 2x2 block (allowed by eq 5) move them.
+  t_block = np.tril(t, -1)
+  t_block[np.arange(1, n, 2), np.arange(0, n, 2)] = 0
+  out = g.schur_form(*map(jnp.asarray, (p, gamma, theta, t_block)))
+  eig = np.linalg.eigvals(np.asarray(out, np.float64))
+  want = np.concatenate([gamma * np.exp(1j * theta), gamma * np.exp(-1j * theta)])
+  assert max(np.min(np.abs(want - e)) for e in eig) < 1e-3
+
+
+def test_schur_form_orthogonal_when_unit_moduli_and_no_t():
+  n = 8
+  p = g.haar_orthogonal()(jax.random.PRNGKey(3), (n, n))
+  theta = g.uniform_angle()(jax.random.PRNGKey(4), (n // 2,))
+  v = g.schur_form(p, jnp.ones((n // 2,)), theta, jnp.zeros((n, n)))
+  assert float(g.orthogonality_error(v)) < 1e-5
+
+
+def test_generators_batch_and_preserve_dtype():
+  v = jax.random.normal(jax.random.PRNGKey(0), (3, 5, 5), jnp.bfloat16)
+  for fn in (g.divergence, g.rotation, g.flux, g.directional_derivative,
+             g.project_divergence_free, g.antisymmetrize, g.skew_from_triu):
+    out = fn(v)
+    assert out.dtype == jnp.bfloat16
+    single = fn(v[1])
+    np.testing.assert_allclose(np.asarray(out[1], np.float32), np.asarray(single, np.float32))
+
+
+def test_generators_jit_and_vmap_match_eager():
+  v = jax.random.normal(jax.random.PRNGKey(1), (4, 6, 6))
+  for fn in (g.directional_derivative, g.project_divergence_free, g.flux):
+    eager = jnp.stack([fn(x) for x in v])
+    np.testing.assert_allclose(jax.jit(fn)(v), eager, atol=1e-6)
+    np.testing.assert_allclose(jax.vmap(fn)(v), eager, atol=1e-6)

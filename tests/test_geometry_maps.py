@@ -1,0 +1,163 @@
+"""Maps against SciPy/NumPy references, orthogonality in float32, gradients, jit/vmap."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.linalg
+from hypothesis import given
+from hypothesis import strategies as st
+from jax.test_util import check_grads
+
+from lvf_jax import geometry as g
+
+
+def random_skew(n, seed, norm=None, dtype=np.float32):
+  m = np.random.default_rng(seed).standard_normal((n, n))
+  a = m - m.T
+  if norm is not None:
+    a = a / np.linalg.norm(a, 2) * norm
+  return a.astype(dtype)
+
+
+def np_scaled_cayley(a, rho):
+  n = len(a)
+  d = np.diag([1.0] * (n - rho) + [-1.0] * rho)
+  return np.linalg.solve(np.eye(n) + a, np.eye(n) - a) @ d
+
+
+sizes = st.integers(min_value=2, max_value=48)
+seeds = st.integers(min_value=0, max_value=2**31 - 1)
+norms = st.floats(min_value=1e-3, max_value=1e2)
+
+
+@given(sizes, seeds, norms)
+def test_orthogonality_float32_over_norms(n, seed, norm):
+  a = jnp.asarray(random_skew(n, seed, norm))
+  rho = seed % (n + 1)
+  for w in (g.expm(a), g.cayley(a), g.scaled_cayley(a, rho)):
+    assert w.dtype == jnp.float32
+    assert float(g.orthogonality_error(w)) <= 1e-5
+
+
+@given(st.integers(2, 16), seeds, st.floats(1e-2, 5.0))
+def test_maps_match_scipy(n, seed, norm):
+  a = random_skew(n, seed, norm, np.float64)
+  a32 = jnp.asarray(a.astype(np.float32))
+  np.testing.assert_allclose(g.expm(a32), scipy.linalg.expm(a), atol=2e-5 * (1 + norm))
+  np.testing.assert_allclose(g.cayley(a32), np_scaled_cayley(a, 0), atol=2e-5 * (1 + norm))
+  rho = seed % (n + 1)
+  np.testing.assert_allclose(g.scaled_cayley(a32, rho), np_scaled_cayley(a, rho),
+                             atol=2e-5 * (1 + norm))
+  gen = np.random.default_rng(seed).standard_normal((n, n))
+  tau = 0.3
+  gen32 = jnp.asarray(gen.astype(np.float32))
+  np.testing.assert_allclose(g.euler(gen32, tau), np.eye(n) - tau * gen, atol=1e-5)
+  want_mid = np.linalg.solve(np.eye(n) + tau / 2 * gen, np.eye(n) - tau / 2 * gen)
+  np.testing.assert_allclose(g.midpoint(gen32, tau), want_mid, atol=1e-3 * np.abs(want_mid).max())
+  np.testing.assert_allclose(g.exponential(gen32, tau), scipy.linalg.expm(-tau * gen), atol=1e-4)
+
+
+def test_scaled_cayley_d_multiplies_columns_on_the_right():
+  # W = (I + A)^{-1}(I - A) D: the last rho *columns* flip sign, not rows.
+  a = jnp.asarray(random_skew(5, 0, 1.0))
+  c, w = np.asarray(g.cayley(a)), np.asarray(g.scaled_cayley(a, 2))
+  np.testing.assert_allclose(w[:, :3], c[:, :3], atol=1e-6)
+  np.testing.assert_allclose(w[:, 3:], -c[:, 3:], atol=1e-6)
+  assert np.allclose(np.asarray(g.scaling_diagonal(5, 2)), [1, 1, 1, -1, -1])
+
+
+@pytest.mark.parametrize("n,rho", [(4, 4), (5, 1), (6, 3)])
+def test_scaled_cayley_reaches_minus_one_eigenvalues(n, rho):
+  # Orthogonal W with eigenvalue -1: Cayley cannot produce it (I + cayley(A) = 2 (I + A)^{-1}
+  # is invertible), the scaled Cayley map with suitable rho can.
+  q = np.linalg.qr(np.random.default_rng(n).standard_normal((n, n)))[0]
+  d = np.diag([1.0] * (n - rho) + [-1.0] * rho)
+  w_target = q @ d @ q.T if rho == n else None
+  if w_target is None:
+    # W = C(A0) D for a random skew A0: det W = (-1)^rho, so W has eigenvalue -1 for odd rho.
+    w_target = np_scaled_cayley(random_skew(n, n + 1, 0.5, np.float64), rho)
+  eig = np.linalg.eigvals(w_target)
+  if rho % 2 or rho == n:
+    assert np.min(np.abs(eig + 1)) < 1e-6
+  a = g.inverse_scaled_cayley(jnp.asarray(w_target.astype(np.float32)), rho)
+  np.testing.assert_allclose(a + a.T, np.zeros((n, n)), atol=1e-5)
+  np.testing.assert_allclose(g.scaled_cayley(a, rho), w_target, atol=1e-5)
+  assert round(float(np.linalg.det(np.asarray(g.scaled_cayley(a, rho), np.float64)))) == (-1) ** rho
+
+
+@given(st.integers(2, 12), seeds, norms)
+def test_cayley_never_has_minus_one_eigenvalue(n, seed, norm):
+  w = np.asarray(g.cayley(jnp.asarray(random_skew(n, seed, norm))), np.float64)
+  assert np.min(np.abs(np.linalg.eigvals(w) + 1)) > 1e-4 / (1 + norm)
+
+
+def test_midpoint_of_skew_is_cayley_and_orthogonal():
+  a = jnp.asarray(random_skew(8, 3, 2.0))
+  np.testing.assert_allclose(g.midpoint(a, 0.5), g.cayley(0.25 * a), atol=1e-6)
+  assert float(g.orthogonality_error(g.midpoint(a, 0.5))) < 1e-5
+
+
+def test_integrator_registry():
+  assert set(g.INTEGRATORS) == {"euler", "midpoint", "exp"}
+  assert g.get_integrator("midpoint") is g.midpoint
+  with pytest.raises(ValueError, match="get_integrator: argument 'name' must be one of"):
+    g.get_integrator("rk4")
+
+
+def test_euler_tends_to_identity():
+  gen = jnp.asarray(np.random.default_rng(0).standard_normal((6, 6)).astype(np.float32))
+  errs = [float(jnp.abs(g.euler(gen, tau) - jnp.eye(6)).max()) for tau in (1e-1, 1e-2, 1e-3)]
+  assert errs[0] > errs[1] > errs[2] and errs[2] < 1e-2
+
+
+MAPS = {
+    "expm": g.expm,
+    "cayley": g.cayley,
+    "scaled_cayley": lambda a: g.scaled_cayley(a, 1),
+    "euler": lambda a: g.euler(a, 0.7),
+    "midpoint": lambda a: g.midpoint(a, 0.7),
+    "exponential": lambda a: g.exponential(a, 0.7),
+    "directional_derivative": g.directional_derivative,
+    "project_divergence_free": g.project_divergence_free,
+    "antisymmetric_diffusion": lambda a: g.antisymmetric_diffusion(a, 0.1),
+    "cayley_inverse": g.cayley_inverse,
+}
+
+
+@pytest.mark.parametrize("name", sorted(MAPS))
+def test_check_grads(name, x64):
+  a = jnp.asarray(random_skew(4, 11, 0.8, np.float64)) + 0.1 * jnp.asarray(
+      np.random.default_rng(2).standard_normal((4, 4)))
+  check_grads(MAPS[name], (a,), order=2, modes=("fwd", "rev"))
+
+
+def test_check_grads_tau_and_neumann(x64):
+  gen = jnp.asarray(np.random.default_rng(0).standard_normal((4, 4)))
+  check_grads(lambda t: g.midpoint(gen, t), (jnp.asarray(0.3),), order=1, modes=("rev",))
+  check_grads(lambda t: g.euler(gen, t), (jnp.asarray(0.3),), order=1, modes=("rev",))
+  inv = g.cayley_inverse(jnp.asarray(random_skew(4, 1, 0.5, np.float64)))
+  check_grads(lambda d: g.neumann_inverse_update(inv, d, 2), (0.05 * gen,), order=1,
+              modes=("fwd", "rev"))
+
+
+@pytest.mark.parametrize("name", sorted(MAPS))
+def test_jit_and_vmap_match_eager(name):
+  fn = MAPS[name]
+  batch = jnp.stack([jnp.asarray(random_skew(5, s, 1.0)) for s in range(3)])
+  eager = jnp.stack([fn(x) for x in batch])
+  np.testing.assert_allclose(jax.jit(fn)(batch[0]), eager[0], atol=1e-5)
+  np.testing.assert_allclose(jax.vmap(fn)(batch), eager, atol=1e-5)
+  np.testing.assert_allclose(fn(batch), eager, atol=1e-5)  # leading batch dims
+
+
+def test_maps_preserve_dtype(x64):
+  a = jnp.asarray(random_skew(4, 0, 1.0, np.float64))
+  for fn in MAPS.values():
+    assert fn(a).dtype == jnp.float64
+
+
+def test_traced_tau_is_accepted():
+  gen = jnp.asarray(np.random.default_rng(0).standard_normal((3, 3)).astype(np.float32))
+  out = jax.jit(g.euler)(gen, jnp.float32(0.5))
+  np.testing.assert_allclose(out, g.euler(gen, 0.5), atol=1e-6)
