@@ -1,0 +1,447 @@
+"""Training-iteration speed: lvf_jax's fused recurrence vs the FLOP floor vs a PyTorch peer.
+
+One process, interleaved repetitions (every repetition times each variant once, in turn),
+so that all columns see the same machine load. Per setting and variant it reports the
+median, min and max of the wall time of one training iteration (forward + backward +
+optimiser step), and ratios of medians.
+
+Variants (all models: input projection -> recurrent layer -> linear readout -> softmax
+cross-entropy -> RMSprop; time-major data):
+
+* ``lvf_jax``   expRNN-style layer, ``K = expm(A - A^T)^T`` once per iteration,
+  :func:`lvf_jax.layers.fused.rnn_scan` (modReLU, custom VJP), hoisted input projection,
+  readout as one large product over all steps.
+* ``floor``     the FLOP floor: a forward scan doing only ``h <- h K`` (one ``(B, n) x
+  (n, n)`` product per step), a backward scan doing only ``c <- c K^T``, and ONE
+  ``(n, T B) x (T B, n)`` product for the weight gradient. No activation, no input,
+  no readout, no loss, no optimiser.
+* ``torch``     ``benchmarks/torch_peer.py``: Python loop over time, ``torch.matrix_exp``
+  once per iteration, autograd, ``torch.optim.RMSprop`` (needs ``pip install torch``),
+  ``--threads`` intra-op threads (default 2); ``torch_1t``: the same with one thread
+  (PyTorch's OpenMP pool degrades badly when the cores are shared).
+* ``jax_plain`` straightforward JAX: the same expRNN model, ``lax.scan`` of the cell
+  (input projection inside the step) and plain autodiff.
+* ``jax_tanh``  plain tanh RNN in JAX (unconstrained ``W``, ``lax.scan``, autodiff).
+* ``lvf_jax_tanh`` the tanh RNN through :func:`~lvf_jax.layers.fused.rnn_scan`.
+
+Diagnostics (``--diagnostics``): the measured matmul rate at the two shapes of the floor,
+``expm`` forward+backward alone, and ``lvf_jax`` with the orthogonal matrix given as an
+input (no ``expm`` in the step).
+
+Usage::
+
+  python benchmarks/speed.py --settings copy220 copy220_b10 --repeats 40 \
+      --out docs/speed.md [--threads 2] [--diagnostics]
+
+The script never changes JAX's global configuration of an importing program; it is meant to
+be run as a script (it sets ``XLA_FLAGS``/thread counts only when run as ``__main__``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import os
+import platform
+import statistics
+import sys
+import time
+from typing import Callable
+
+SETTINGS = {
+    # name: (T, n, B, d_in, classes, loss at every step)
+    "copy1020": dict(T=1020, n=190, B=128, d_in=10, classes=9, every_step=True,
+                     label="copy, 1020 steps, n = 190, batch 128"),
+    "copy220": dict(T=220, n=128, B=128, d_in=10, classes=9, every_step=True,
+                    label="copy, 220 steps, n = 128, batch 128"),
+    "mnist784": dict(T=784, n=170, B=128, d_in=1, classes=10, every_step=False,
+                     label="pixel MNIST, 784 steps, n = 170, batch 128"),
+    "copy220_b10": dict(T=220, n=128, B=10, d_in=10, classes=9, every_step=True,
+                        label="copy, 220 steps, n = 128, batch 10"),
+}
+VARIANTS = ("lvf_jax", "floor", "torch", "torch_1t", "jax_plain", "jax_tanh", "lvf_jax_tanh")
+
+
+# ----------------------------------------------------------------------------- JAX
+
+
+def _jax_models(setting: dict, unroll: int, expm: str = "taylor", seed: int = 0):
+  """Returns ``{variant: (step_fn, state)}``; ``step_fn(state) -> state`` (jitted)."""
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
+  import optax
+
+  from lvf_jax.layers import fused
+
+  T, n, B, d, C = (setting[k] for k in ("T", "n", "B", "d_in", "classes"))
+  every = setting["every_step"]
+  rng = np.random.default_rng(seed)
+  if d == 1:
+    x = rng.uniform(0, 1, (T, B, 1)).astype(np.float32)
+  else:
+    x = np.eye(d, dtype=np.float32)[rng.integers(0, d, (T, B))]
+  y = rng.integers(0, C, (T, B) if every else (B,)).astype(np.int32)
+  x, y = jnp.asarray(x), jnp.asarray(y)
+
+  keys = jax.random.split(jax.random.key(seed), 4)
+  angles = jax.random.uniform(keys[0], (n // 2,), jnp.float32, -np.pi, np.pi)
+  skew = jnp.zeros((n, n), jnp.float32).at[2 * jnp.arange(n // 2),
+                                           2 * jnp.arange(n // 2) + 1].set(angles)
+  exp_params = {
+      "skew": skew,
+      "w_in": jax.random.normal(keys[1], (d, n), jnp.float32) / np.sqrt(d),
+      "bias": jax.random.uniform(keys[2], (n,), jnp.float32, -0.01, 0.01),
+      # (C, n) like torch.nn.Linear: the weight gradient dlogits^T H is then a (C, TB) x
+      # (TB, n) product, ~3x faster on XLA:CPU than H^T dlogits, (n, TB) x (TB, C).
+      "w_out": jax.random.normal(keys[3], (C, n), jnp.float32) / np.sqrt(n),
+      "b_out": jnp.zeros((C,), jnp.float32),
+  }
+  tanh_params = {
+      "w": jax.nn.initializers.orthogonal()(keys[0], (n, n), jnp.float32),
+      "w_in": exp_params["w_in"], "b": jnp.zeros((n,), jnp.float32),
+      "w_out": exp_params["w_out"], "b_out": exp_params["b_out"],
+  }
+  h0 = jnp.zeros((B, n), jnp.float32)
+  opt = optax.rmsprop(1e-3)
+
+  def orthogonal_kernel(p, method="jsl"):
+    a = jnp.triu(p["skew"], 1)
+    m = fused.expm_taylor(a - a.T) if method == "taylor" else jax.scipy.linalg.expm(a - a.T)
+    return m.T  # row form K = M^T
+
+  def modrelu(z, b):
+    return jnp.sign(z) * jnp.maximum(jnp.abs(z) + b[None, :], 0.0)
+
+  y_onehot = jax.nn.one_hot(y, C, dtype=jnp.float32)
+
+  def cross_entropy(logits):
+    # Softmax cross-entropy against a constant one-hot target (no gather/scatter).
+    lse = jax.nn.logsumexp(logits, axis=-1)
+    return jnp.mean(lse - jnp.sum(logits * y_onehot, axis=-1))
+
+  # Large products are written on 2-D operands: on XLA:CPU an einsum / dot_general on the
+  # 3-D (T, B, n) array and its autodiff transpose were 4-6x slower than the same product
+  # on the (T B, n) reshape (layout copies of the whole sequence).
+  def readout_loss(p, hs, h_last):
+    if every:
+      logits = hs.reshape((T * B, n)) @ p["w_out"].T + p["b_out"][None, :]
+      return cross_entropy(logits.reshape((T, B, C)))
+    return cross_entropy(h_last @ p["w_out"].T + p["b_out"][None, :])
+
+  def project(p):
+    if d == 1:
+      return x * p["w_in"][None, :, :]  # (T, B, 1) * (1, 1, n): an outer product
+    return (x.reshape((T * B, d)) @ p["w_in"]).reshape((T, B, n))
+
+  def loss_lvf(p, kernel=None):
+    k = orthogonal_kernel(p, expm) if kernel is None else kernel
+    h_last, hs = fused.rnn_scan(k, project(p), h0, p["bias"], activation="modrelu",
+                                unroll=unroll)
+    return readout_loss(p, hs, h_last)
+
+  def loss_plain(p):
+    k = orthogonal_kernel(p)
+
+    def body(h, x_t):
+      h = modrelu(x_t @ p["w_in"] + h @ k, p["bias"])
+      return h, h
+
+    h_last, hs = jax.lax.scan(body, h0, x)
+    return readout_loss(p, hs, h_last)
+
+  def loss_tanh(p):
+    def body(h, x_t):
+      h = jnp.tanh(x_t @ p["w_in"] + h @ p["w"] + p["b"][None, :])
+      return h, h
+
+    h_last, hs = jax.lax.scan(body, h0, x)
+    return readout_loss(p, hs, h_last)
+
+  def loss_tanh_fused(p):
+    h_last, hs = fused.rnn_scan(p["w"], project(p), h0, p["b"], activation="tanh",
+                                unroll=unroll)
+    return readout_loss(p, hs, h_last)
+
+  def train_step(loss_fn):
+    @jax.jit
+    def step(state):
+      p, s = state
+      loss, g = jax.value_and_grad(loss_fn)(p)
+      upd, s = opt.update(g, s, p)
+      return optax.apply_updates(p, upd), s, loss
+    return lambda state: step(state)[:2]
+
+  def floor_fn():
+    k = orthogonal_kernel(exp_params)
+    c0 = jax.random.normal(keys[1], (B, n), jnp.float32) / np.sqrt(n)
+    g0 = jax.random.normal(keys[2], (B, n), jnp.float32) / np.sqrt(n)
+
+    @jax.jit
+    def floor(state):
+      k, h0, c0 = state
+
+      def fwd(h, _):
+        h = h @ k
+        return h, h
+
+      def bwd(c, _):
+        c = c @ k.T
+        return c, c
+
+      _, hs = jax.lax.scan(fwd, h0, None, length=T, unroll=unroll)
+      _, cs = jax.lax.scan(bwd, c0, None, length=T, unroll=unroll)
+      dk = jax.lax.dot_general(hs.reshape((T * B, n)), cs.reshape((T * B, n)),
+                               (((0,), (0,)), ((), ())))
+      return k, h0 + 1e-30 * dk[:1, :], c0
+
+    return floor, (k, g0, c0)
+
+  models = {
+      "lvf_jax": (train_step(loss_lvf), (exp_params, opt.init(exp_params))),
+      "floor": floor_fn(),
+      "jax_plain": (train_step(loss_plain), (exp_params, opt.init(exp_params))),
+      "jax_tanh": (train_step(loss_tanh), (tanh_params, opt.init(tanh_params))),
+      "lvf_jax_tanh": (train_step(loss_tanh_fused), (tanh_params, opt.init(tanh_params))),
+  }
+
+  # ---- diagnostics
+  k_fixed = orthogonal_kernel(exp_params)
+  no_expm = {kk: v for kk, v in exp_params.items()}
+  no_expm["kernel"] = k_fixed
+  models["diag_lvf_jax_no_expm"] = (
+      train_step(lambda p: loss_lvf(p, kernel=p["kernel"])), (no_expm, opt.init(no_expm)))
+
+  g_rand = jax.random.normal(keys[3], (n, n), jnp.float32)
+
+  def expm_fwd_bwd(method):
+    @jax.jit
+    def f(state):
+      sk, = state
+      gr = jax.grad(lambda s: jnp.sum(orthogonal_kernel({"skew": s}, method) * g_rand))(sk)
+      return (sk + 1e-30 * gr,)
+    return f
+
+  models["diag_expm_jsl"] = (expm_fwd_bwd("jsl"), (exp_params["skew"],))
+  models["diag_expm_taylor"] = (expm_fwd_bwd("taylor"), (exp_params["skew"],))
+
+  @jax.jit
+  def step_products(state):
+    k, h = state
+
+    def fwd(h, _):
+      return h @ k, None
+
+    h, _ = jax.lax.scan(fwd, h, None, length=T, unroll=unroll)
+    return k, h
+
+  models["diag_step_products"] = (step_products, (k_fixed, h0 + 0.1))
+  big_a = jax.random.normal(keys[0], (T * B, n), jnp.float32)
+
+  @jax.jit
+  def big_product(state):
+    a, acc = state
+    return a, acc + jax.lax.dot_general(a, a, (((0,), (0,)), ((), ())))
+
+  models["diag_big_product"] = (big_product, (big_a, jnp.zeros((n, n), jnp.float32)))
+  flops = {"diag_step_products": 2.0 * T * B * n * n, "diag_big_product": 2.0 * T * B * n * n,
+           "floor": 3 * 2.0 * T * B * n * n}
+  return models, flops
+
+
+def _block(tree):
+  import jax
+  return jax.block_until_ready(tree)
+
+
+# --------------------------------------------------------------------------- torch
+
+
+def _torch_model(setting: dict, threads: int, device: str, seed: int = 0):
+  import numpy as np
+  import torch
+
+  sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+  import torch_peer  # noqa: E402
+
+  T, n, B, d, C = (setting[k] for k in ("T", "n", "B", "d_in", "classes"))
+  every = setting["every_step"]
+  rng = np.random.default_rng(seed)
+  if d == 1:
+    x = rng.uniform(0, 1, (T, B, 1)).astype(np.float32)
+  else:
+    x = np.eye(d, dtype=np.float32)[rng.integers(0, d, (T, B))]
+  y = rng.integers(0, C, (T, B) if every else (B,))
+  x = torch.from_numpy(x).to(device)
+  y = torch.from_numpy(y).long().to(device)
+  step = torch_peer.make_train_step("exprnn", d, n, C, every, device=device)
+
+  def run(state):
+    torch.set_num_threads(threads)
+    step(x, y)
+    if device != "cpu":
+      torch.cuda.synchronize()
+    return state
+
+  return run
+
+
+# ------------------------------------------------------------------------- driver
+
+
+def _fmt(v):
+  return "—" if v is None else f"{1e3 * statistics.median(v):.1f}"
+
+
+def _fmt_range(v):
+  return "—" if v is None else f"{1e3 * min(v):.0f}–{1e3 * max(v):.0f}"
+
+
+def run(settings, variants, repeats, warmup, threads, diagnostics, unroll, torch_device,
+        expm):
+  import jax
+  results = {}
+  extra = {}
+  for name in settings:
+    s = SETTINGS[name]
+    models, flops = _jax_models(s, unroll, expm)
+    fns = {}
+    for v in variants:
+      if v in ("torch", "torch_1t"):
+        try:
+          fns[v] = (_torch_model(s, threads if v == "torch" else 1, torch_device), None)
+        except ImportError:
+          print("torch not installed: skipping the PyTorch peer", file=sys.stderr)
+      else:
+        fns[v] = models[v]
+    if diagnostics:
+      for v in models:
+        if v.startswith("diag_"):
+          fns[v] = models[v]
+    states = {v: st for v, (_, st) in fns.items()}
+    for v, (f, _) in fns.items():  # compile + warm up
+      for _ in range(warmup):
+        states[v] = f(states[v]) if v.startswith("torch") else _block(f(states[v]))
+    times = {v: [] for v in fns}
+    gc.collect()
+    gc.disable()
+    try:
+      for _ in range(repeats):
+        for v, (f, _) in fns.items():
+          time.sleep(0.02)  # let the other runtime's spinning worker threads go idle
+          t0 = time.perf_counter()
+          out = f(states[v])
+          states[v] = out if v.startswith("torch") else _block(out)
+          times[v].append(time.perf_counter() - t0)
+        gc.collect()
+    finally:
+      gc.enable()
+    results[name] = times
+    extra[name] = flops
+    line = "  ".join(f"{v}={_fmt(t)}" for v, t in times.items())
+    print(f"[{name}] {line}", flush=True)
+  return results, extra
+
+
+def table(results, extra, variants, diagnostics) -> str:
+  cols = [v for v in variants]
+  head = ["Setting"]
+  for v in cols:
+    head += [f"{v} median (ms)", "min–max"]
+  head += ["lvf_jax / floor", "best torch / lvf_jax", "jax_plain / lvf_jax"]
+  rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+  for name, times in results.items():
+    r = [SETTINGS[name]["label"]]
+    for v in cols:
+      t = times.get(v)
+      r += [_fmt(t), _fmt_range(t)]
+
+    def ratio(a, b):
+      if a not in times or b not in times:
+        return "—"
+      return f"{statistics.median(times[a]) / statistics.median(times[b]):.2f}"
+
+    torch_best = [statistics.median(times[v]) for v in ("torch", "torch_1t") if v in times]
+    best = "—"
+    if torch_best and "lvf_jax" in times:
+      best = f"{min(torch_best) / statistics.median(times['lvf_jax']):.2f}"
+    r += [ratio("lvf_jax", "floor"), best, ratio("jax_plain", "lvf_jax")]
+    rows.append("| " + " | ".join(r) + " |")
+  out = "\n".join(rows)
+  if diagnostics:
+    d_rows = ["", "| Setting | step product GFLOP/s | big product GFLOP/s | floor GFLOP/s | "
+              "jsl expm fwd+bwd (ms) | expm_taylor fwd+bwd (ms) | lvf_jax without expm (ms) | "
+              "lvf_jax (ms) |",
+              "|---|---|---|---|---|---|---|---|"]
+    for name, times in results.items():
+      fl = extra[name]
+
+      def rate(v):
+        return f"{fl[v] / statistics.median(times[v]) / 1e9:.0f}" if v in times else "—"
+
+      d_rows.append(
+          f"| {SETTINGS[name]['label']} | {rate('diag_step_products')} | "
+          f"{rate('diag_big_product')} | {rate('floor')} | "
+          f"{_fmt(times.get('diag_expm_jsl'))} | {_fmt(times.get('diag_expm_taylor'))} | "
+          f"{_fmt(times.get('diag_lvf_jax_no_expm'))} | {_fmt(times.get('lvf_jax'))} |")
+    out += "\n".join(d_rows) + "\n"
+  return out
+
+
+def main(argv=None):
+  p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  p.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+  p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+  p.add_argument("--repeats", type=int, default=40)
+  p.add_argument("--warmup", type=int, default=3)
+  p.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
+  p.add_argument("--unroll", type=int, default=1)
+  p.add_argument("--expm", default="taylor", choices=["taylor", "jsl"],
+                 help="matrix exponential of the lvf_jax variant: lvf_jax.layers.fused."
+                 "expm_taylor (matmuls only) or jax.scipy.linalg.expm (LAPACK solves)")
+  p.add_argument("--diagnostics", action="store_true")
+  p.add_argument("--torch-device", default=None, help="cpu or cuda (default: cuda if "
+                 "available and JAX runs on a GPU, else cpu)")
+  p.add_argument("--out", default=None, help="write the markdown table to this file")
+  args = p.parse_args(argv)
+
+  import jax
+  backend = jax.default_backend()
+  torch_device = args.torch_device
+  if torch_device is None:
+    torch_device = "cpu"
+    if backend == "gpu":
+      try:
+        import torch
+        torch_device = "cuda" if torch.cuda.is_available() else "cpu"
+      except ImportError:
+        pass
+  results, extra = run(args.settings, args.variants, args.repeats, args.warmup, args.threads,
+                       args.diagnostics, args.unroll, torch_device, args.expm)
+  now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+  try:
+    load = "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+  except OSError:
+    load = ""
+  header = (f"Command: `python {' '.join(sys.argv)}`  \n"
+            f"Date: {now}; {load}  \n"
+            f"Machine: {platform.machine()}, {os.cpu_count()} logical CPUs, JAX backend "
+            f"{backend} ({jax.devices()[0].device_kind}), jax {jax.__version__}, torch device "
+            f"{torch_device}; OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, "
+            f"expm={args.expm}, unroll={args.unroll}; medians of {args.repeats} interleaved repetitions, ms per "
+            f"training iteration.\n\n")
+  md = header + table(results, extra, args.variants, args.diagnostics) + "\n"
+  print(md)
+  if args.out:
+    with open(args.out, "w") as f:
+      f.write(md)
+
+
+if __name__ == "__main__":
+  # jaxlib's CPU LAPACK kernels (LU, triangular solves: jax.scipy.linalg.expm, Cayley) run
+  # on SciPy's OpenBLAS, whose own worker threads fight XLA's thread pool for the cores and
+  # turn a 0.5 ms solve into 15-30 ms on 2 cores. One OpenBLAS thread removes that; it must
+  # be set before the library is loaded. Override by setting the variable yourself.
+  os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+  main()

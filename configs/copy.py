@@ -1,0 +1,46 @@
+"""Copy task (REFERENCE §2): ``--config=configs/copy.py:<model>``.
+
+Hyperparameters from the papers' tables:
+* lvf: lvfRNN Table 5, Copy(200): kappa 128, modReLU, Adam 1e-4, tau 15, lambda 0, midpoint
+  map (App. E, eq 16).
+* exprnn, nnrnn, lstm, rnn_orth, rnn: nnRNN Table 2 (T=200, batch 10, RMSprop); expRNN
+  (n 128, Henaff, lr 1e-3, lr_orth 1e-4).
+* scornn, ncgru, gru: NC-GRU Sec. 4.4 (T=1000/2000, batch 50, Adam 1e-3, A at 1e-4;
+  scoRNN n 190 rho 95, NC-GRU n 96 rho 80 with Neumann resets every 20 steps, GRU 78).
+* antisymmetric: not in the copy tables; AntisymmetricRNN defaults (eps 0.1, gamma 0.01).
+Override anything from the command line, e.g. ``--config.task.options.T=1000``.
+"""
+
+from lvf_jax.train.config import make_config, select
+
+T = 200
+
+PRESETS = {
+    "lvf": dict(hidden=128, cell=dict(integrator="midpoint", tau=15.0, activation="modrelu"),
+                optim=dict(optimizer="adam", learning_rate=1e-4, lr_vector_field=1e-4)),
+    "exprnn": dict(hidden=128, cell=dict(orthogonal_init="henaff"),
+                   optim=dict(optimizer="rmsprop", learning_rate=1e-3, lr_orth=1e-4)),
+    "nnrnn": dict(hidden=128, cell=dict(orthogonal_init="henaff", delta=1e-4, t_decay=1e-6),
+                  optim=dict(optimizer="rmsprop", learning_rate=5e-4, lr_orth=1e-6)),
+    "lstm": dict(hidden=128, optim=dict(optimizer="rmsprop", learning_rate=5e-4)),
+    "rnn_orth": dict(hidden=128, optim=dict(optimizer="rmsprop", learning_rate=2e-4)),
+    "rnn": dict(hidden=128, optim=dict(optimizer="rmsprop", learning_rate=1e-3,
+                                       rmsprop_decay=0.9)),
+    "scornn": dict(hidden=190, cell=dict(rho=95),
+                   optim=dict(optimizer="adam", learning_rate=1e-3, lr_orth=1e-4)),
+    "ncgru": dict(hidden=96, cell=dict(rho=80, orthogonal_param="matrix"),
+                  optim=dict(optimizer="adam", learning_rate=1e-3, lr_orth=1e-4,
+                             orthogonal_method="neumann_cayley", rho=80, reset_every=20)),
+    "gru": dict(hidden=78, optim=dict(optimizer="adam", learning_rate=1e-3)),
+    "antisymmetric": dict(hidden=128, cell=dict(epsilon=0.1, gamma=0.01),
+                          optim=dict(optimizer="adam", learning_rate=1e-3)),
+    "gated_antisymmetric": dict(hidden=128, cell=dict(epsilon=0.1, gamma=0.01),
+                                optim=dict(optimizer="adam", learning_rate=1e-3)),
+}
+
+
+def get_config(model: str = "exprnn"):
+  p = select(PRESETS, model, "configs/copy.py")
+  return make_config("copy", {"T": T}, model, p["hidden"], cell=p.get("cell"),
+                     optim=p["optim"], train=dict(steps=10000, batch_size=10 if model in (
+                         "exprnn", "nnrnn", "lstm", "rnn_orth", "rnn") else 50))

@@ -1,0 +1,32 @@
+"""Denoise task (REFERENCE §2): ``--config=configs/denoise.py:<model>``.
+
+NC-GRU Sec. 4.2: one layer, Adam 1e-3 for everything, batch 128, 10,000 iterations,
+Neumann resets every 50 steps; NC-GRU 118 (rho 50), LSTM 90, GRU 100, scoRNN 200. Other
+models use hidden sizes of a similar budget. T in {200, 400}.
+"""
+
+from lvf_jax.train.config import make_config, select
+
+ADAM = dict(optimizer="adam", learning_rate=1e-3, lr_orth=1e-3)
+
+PRESETS = {
+    "ncgru": dict(hidden=118, cell=dict(rho=50, orthogonal_param="matrix"),
+                  optim=dict(ADAM, orthogonal_method="neumann_cayley", rho=50, reset_every=50)),
+    "lstm": dict(hidden=90, optim=ADAM),
+    "gru": dict(hidden=100, optim=ADAM),
+    "scornn": dict(hidden=200, cell=dict(rho=100), optim=ADAM),
+    "lvf": dict(hidden=128, cell=dict(integrator="midpoint", tau=1.0, activation="modrelu"),
+                optim=ADAM),
+    "exprnn": dict(hidden=190, optim=ADAM),
+    "nnrnn": dict(hidden=128, cell=dict(delta=1e-4, t_decay=1e-6), optim=ADAM),
+    "antisymmetric": dict(hidden=128, optim=ADAM),
+    "rnn": dict(hidden=128, optim=ADAM),
+    "rnn_orth": dict(hidden=128, optim=ADAM),
+    "gated_antisymmetric": dict(hidden=128, optim=ADAM),
+}
+
+
+def get_config(model: str = "ncgru"):
+  p = select(PRESETS, model, "configs/denoise.py")
+  return make_config("denoise", {"T": 200}, model, p["hidden"], cell=p.get("cell"),
+                     optim=p["optim"], train=dict(steps=10000, batch_size=128))

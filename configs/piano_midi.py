@@ -1,0 +1,21 @@
+"""Piano-midi.de (REFERENCE §2): ``--config=configs/piano_midi.py:<model>``.
+
+As ``configs/jsb.py`` (frame NLL of 88-note piano-rolls, batch 8, 100 epochs). The papers'
+tables do not cover Piano-midi.de: every model uses its JSB settings (lvfRNN Table 5's JSB
+row; other models one layer at the 368,338-parameter budget). Its sequences are long (up to
+3,857 steps): ``--config.task.options.max_len=...`` crops them for quick runs.
+"""
+
+import os
+import runpy
+
+_JSB = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "jsb.py"))
+
+DATASET = "piano_midi"
+NUM_TRAIN = 87
+PRESETS = _JSB["presets"](NUM_TRAIN)
+TRAIN = _JSB["train_budget"](NUM_TRAIN)
+
+
+def get_config(model: str = "lvf"):
+  return _JSB["dataset_config"](DATASET, model, PRESETS, options=_JSB["OPTIONS"], train=TRAIN)

@@ -1,0 +1,253 @@
+"""Shared machinery of the structured cells: the prepare / project / step split.
+
+Every structured cell of :mod:`lvf_jax.cells` separates the parameters from a *pure*
+recurrence step (see ``docs/ARCHITECTURE.md``):
+
+* ``prepare(dtype=None)`` (called inside the module scope) returns a pytree ``prep`` of
+  arrays that depend only on the parameters -- the recurrent kernel(s) in **row form**
+  (``K = M.T`` for the paper's column-form matrix ``M``), biases, ... The expensive matrix
+  functions (``expm``, Cayley solves, ``D_V``, the Schur form) are evaluated here, once per
+  call. It is also where a cell sows its regularisation terms (collection ``'losses'``).
+* ``project_inputs(x)`` applies the input projection(s) to inputs of any leading shape, so a
+  layer can hoist it over all time steps as one large matmul.
+* ``step(prep, carry, u_t) -> (carry, y)`` is a pure function of its arguments (it reads
+  only the cell's static hyperparameters, never a parameter), callable on an unbound cell.
+
+``__call__(carry, x) = step(prepare(), carry, project_inputs(x))`` follows
+:class:`flax.linen.RNNCellBase`, so every cell also runs inside :class:`flax.linen.RNN` and
+:class:`flax.linen.Bidirectional`. There the recurrent matrix is recomputed at *every time
+step* (an ``O(n^3)`` matrix function per step); use :class:`lvf_jax.layers.Recurrent`,
+which calls ``prepare`` once per sequence.
+
+Dtypes: parameters live in ``param_dtype`` (float32) and the matrix functions are evaluated
+in it; the computation dtype is ``dtype`` if given, else the standard JAX promotion of the
+input dtype with ``param_dtype`` (bfloat16 inputs with float32 parameters compute in
+float32). All casts are explicit, so the cells run under strict dtype promotion.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Callable, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import linen as nn
+
+from lvf_jax.geometry import activations
+
+Array = jnp.ndarray
+Dtype = Any
+Initializer = Callable[..., Array]
+
+ACTIVATIONS = ("modrelu", "tanh")
+
+
+# ------------------------------------------------------------------- validation
+
+
+def check_features(cls: str, features: Any) -> int:
+  if isinstance(features, bool) or not isinstance(features, (numbers.Integral, np.integer)) \
+      or int(features) < 1:
+    raise ValueError(
+        f"{cls}: argument 'features' must be a positive int; got {features!r}.")
+  return int(features)
+
+
+def check_choice(cls: str, name: str, value: Any, allowed: tuple[str, ...]) -> str:
+  if not isinstance(value, str) or value not in allowed:
+    raise ValueError(
+        f"{cls}: argument '{name}' must be one of {list(allowed)}; got {value!r}.")
+  return value
+
+
+def check_positive_number(cls: str, name: str, value: Any) -> float:
+  if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+      or not math.isfinite(float(value)) or float(value) <= 0:
+    raise ValueError(
+        f"{cls}: argument '{name}' must be a finite number > 0; got {value!r}.")
+  return float(value)
+
+
+def check_nonnegative_number(cls: str, name: str, value: Any) -> float:
+  if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+      or not math.isfinite(float(value)) or float(value) < 0:
+    raise ValueError(
+        f"{cls}: argument '{name}' must be a finite number >= 0; got {value!r}.")
+  return float(value)
+
+
+def check_rho(cls: str, rho: Any, n: int) -> int:
+  if isinstance(rho, bool) or not isinstance(rho, (numbers.Integral, np.integer)) \
+      or not 0 <= int(rho) <= n:
+    raise ValueError(
+        f"{cls}: argument 'rho' (number of -1 entries of D) must be an int in "
+        f"[0, n={n}]; got {rho!r}.")
+  return int(rho)
+
+
+# ----------------------------------------------------------------------- dtypes
+
+
+def compute_dtype(input_dtype: Dtype, param_dtype: Dtype, dtype: Optional[Dtype]) -> Dtype:
+  """``dtype`` if given, else the *standard* JAX promotion of the input and parameter dtypes.
+
+  The standard lattice is used locally (``jax.numpy_dtype_promotion('standard')``), so
+  the answer does not depend on the global promotion mode; no global state changes.
+  """
+  if dtype is not None:
+    return jnp.dtype(dtype)
+  with jax.numpy_dtype_promotion("standard"):
+    out = jnp.promote_types(input_dtype, param_dtype)
+  if not jnp.issubdtype(out, jnp.inexact):
+    out = jnp.dtype(param_dtype)
+  return out
+
+
+def cast_tree(tree: Any, dtype: Dtype) -> Any:
+  """Casts every floating leaf of ``tree`` to ``dtype`` (other leaves untouched)."""
+
+  def cast(x):
+    x = jnp.asarray(x)
+    return x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x
+
+  return jax.tree_util.tree_map(cast, tree)
+
+
+def activate(name: str, z: Array, b: Array) -> Array:
+  """``modReLU(z, b)`` or ``tanh(z + b)`` (the bias lives outside the hoisted projection)."""
+  b = _match_rank(b, z)
+  if name == "modrelu":
+    return activations.modrelu(z, b)
+  return jnp.tanh(z + b)
+
+
+def _match_rank(b: Array, z: Array) -> Array:
+  return jnp.reshape(b, (1,) * (z.ndim - b.ndim) + b.shape)
+
+
+def activation_bias_init(name: str) -> Initializer:
+  """modReLU bias ``U(-0.01, 0.01)`` (uRNN / expRNN); zeros for tanh."""
+  from lvf_jax.geometry import initializers
+  if name == "modrelu":
+    return initializers.modrelu_bias(0.01)
+  return nn.initializers.zeros_init()
+
+
+def symmetric_uniform(scale: float) -> Initializer:
+  """``U(-scale, scale)`` of any shape (scoRNN's input kernel: ``scale = 0.01``)."""
+
+  def init(key, shape, dtype=jnp.float32):
+    return jax.random.uniform(key, tuple(shape), dtype, -scale, scale)
+
+  return init
+
+
+# ------------------------------------------------------------ input projection
+
+
+class InputProjection(nn.Module):
+  """``x @ W (+ b)`` over any leading shape, with an explicit computation dtype.
+
+  A minimal :class:`flax.linen.Dense` (same parameter names ``kernel``/``bias``) that casts
+  explicitly (strict-promotion safe) and raises a clear ``ValueError`` when the feature
+  size of the input changes after initialisation.
+  """
+
+  features: int
+  use_bias: bool = False
+  kernel_init: Initializer = nn.initializers.lecun_normal()
+  bias_init: Initializer = nn.initializers.zeros_init()
+  param_dtype: Dtype = jnp.float32
+  owner: str = "cell"
+
+  @nn.compact
+  def __call__(self, x: Array, dtype: Dtype) -> Array:
+    x = jnp.asarray(x)
+    if x.ndim < 1:
+      raise ValueError(
+          f"{self.owner}: inputs must have shape (..., features); got shape {x.shape}.")
+    if self.has_variable("params", "kernel"):
+      m = self.get_variable("params", "kernel").shape[0]
+      if x.shape[-1] != m:
+        raise ValueError(
+            f"{self.owner}: inputs must have {m} features (the size the cell was "
+            f"initialised with); got inputs of shape {x.shape}.")
+    kernel = self.param("kernel", self.kernel_init, (x.shape[-1], self.features),
+                        self.param_dtype)
+    y = jax.lax.dot_general(x.astype(dtype), kernel.astype(dtype),
+                            (((x.ndim - 1,), (0,)), ((), ())))
+    if self.use_bias:
+      bias = self.param("bias", self.bias_init, (self.features,), self.param_dtype)
+      y = y + _match_rank(bias.astype(dtype), y)
+    return y
+
+
+# ---------------------------------------------------------------- base class
+
+
+class StructuredCell(nn.RNNCellBase):
+  """Base class of the prepare / project_inputs / step cells (see module docstring).
+
+  Subclasses define ``setup`` (parameters), ``prepare``, ``project_inputs`` and ``step``;
+  the carry is a single array ``(*batch, features)`` unless a subclass overrides
+  :meth:`initialize_carry`.
+
+  Attributes:
+    features: hidden size ``n``.
+    dtype: computation dtype (``None``: promote the input dtype with ``param_dtype``).
+    param_dtype: dtype of the parameters (and of the matrix functions in ``prepare``).
+    carry_init: initialiser of the initial carry (zeros).
+  """
+
+  features: int
+  dtype: Optional[Dtype] = None
+  param_dtype: Dtype = jnp.float32
+  carry_init: Initializer = nn.initializers.zeros_init()
+
+  def _prep_dtype(self, dtype: Optional[Dtype]) -> Dtype:
+    """The dtype ``prepare`` casts to: ``dtype``, else ``self.dtype``, else ``param_dtype``."""
+    for d in (dtype, self.dtype, self.param_dtype):
+      if d is not None:
+        return jnp.dtype(d)
+    return jnp.dtype(jnp.float32)
+
+  def _compute_dtype(self, x: Array) -> Dtype:
+    return compute_dtype(jnp.asarray(x).dtype, self.param_dtype, self.dtype)
+
+  def prepare(self, dtype: Optional[Dtype] = None) -> Any:  # pragma: no cover - abstract
+    raise NotImplementedError
+
+  def project_inputs(self, x: Array) -> Array:  # pragma: no cover - abstract
+    raise NotImplementedError
+
+  @nn.nowrap
+  def step(self, prep: Any, carry: Any, u: Array) -> tuple[Any, Array]:  # pragma: no cover
+    raise NotImplementedError
+
+  def __call__(self, carry: Any, inputs: Array) -> tuple[Any, Array]:
+    """One step ``step(prepare(), carry, project_inputs(inputs))`` (recomputes ``prepare``).
+
+    Args:
+      carry: hidden state ``(*batch, features)`` from :meth:`initialize_carry`.
+      inputs: ``(*batch, input_features)``.
+
+    Returns:
+      ``(new_carry, output)``.
+    """
+    u = self.project_inputs(inputs)
+    prep = self.prepare(dtype=u.dtype)
+    return self.step(prep, cast_tree(carry, u.dtype), u)
+
+  @nn.nowrap
+  def initialize_carry(self, rng: Any, input_shape: tuple[int, ...]) -> Any:
+    """Zero carry of shape ``input_shape[:-1] + (features,)``."""
+    batch_dims = tuple(input_shape[:-1])
+    dtype = self._prep_dtype(None)
+    return self.carry_init(rng, batch_dims + (self.features,), dtype)
+
+  @property
+  def num_feature_axes(self) -> int:
+    return 1

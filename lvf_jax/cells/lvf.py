@@ -1,0 +1,104 @@
+"""The latent vector field RNN cell (lvfRNN, "A Differential Geometry Perspective on
+Orthogonal Recurrent Models", eqs 5, 6, 9-10, 16)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import jax.numpy as jnp
+from flax import linen as nn
+
+from lvf_jax import geometry
+from lvf_jax.cells import base
+from lvf_jax.layers import regularization
+
+Array = jnp.ndarray
+
+
+class LVFRNNCell(base.StructuredCell):
+  r"""lvfRNN cell, eq (6): ``h_t = sigma(C_V h_{t-1} + U x_t + b)``.
+
+  Row form (this library's convention): ``h_t = sigma(h_{t-1} @ K + x_t @ U + b)`` with
+  ``K = C_V^T``, where ``C_V`` is the integrator map of the directional-derivative operator
+  ``D_V = R_V - T_V`` (eqs 9-10) of the latent vector field ``V``:
+
+  * ``'euler'`` (eq 5): ``C_V = I - tau D_V``;
+  * ``'midpoint'`` (eq 16, Cayley): ``C_V = (I + tau/2 D_V)^{-1} (I - tau/2 D_V)``;
+  * ``'exp'`` (eq 3): ``C_V = exp(-tau D_V)``.
+
+  The parameter ``vector_field`` is a full ``n x n`` matrix, but ``D_V`` depends on it only
+  through ``V^T - V`` (its diagonal is ignored and receives zero gradient): the model has
+  ``n (n - 1) / 2`` degrees of freedom, ``dim VF_n`` of Sec. 4.2 (``count_params(...,
+  effective=True)`` counts it so). It is initialised doubly-stochastic (Alg. 2), hence
+  divergence-free.
+
+  Divergence control (Sec. 4.3): ``div_penalty = lambda > 0`` sows the soft penalty
+  ``lambda ||div V||^2`` into the ``'losses'`` collection under the name ``'div_penalty'``
+  (sum with :func:`lvf_jax.layers.regularization_loss`); ``divergence_free=True`` is the
+  hard mode: ``V`` is replaced by its Frobenius projection onto ``{div V = 0}``
+  (:func:`lvf_jax.geometry.project_divergence_free`), so ``D_V`` is skew and the midpoint
+  map is orthogonal.
+
+  Attributes:
+    features: hidden size ``n`` (``kappa`` in the paper), ``n >= 2``.
+    integrator: ``'euler'`` | ``'midpoint'`` | ``'exp'``.
+    tau: time step ``tau > 0`` (Table 5: 15 copy, 1 JSB, 3 MuseData, 5 PTB, 2 TIMIT).
+    activation: ``'modrelu'`` (copy task) | ``'tanh'`` (all other tasks).
+    div_penalty: ``lambda >= 0`` of the soft divergence penalty.
+    divergence_free: hard divergence-free mode.
+    vector_field_init: initialiser of ``V`` (default Alg. 2, doubly stochastic).
+    kernel_init: initialiser of the input kernel ``U`` (row form ``(m, n)``).
+    bias_init: initialiser of ``b`` (default: ``U(+-0.01)`` for modReLU, zeros for tanh).
+  """
+
+  integrator: str = "euler"
+  tau: float = 1.0
+  activation: str = "tanh"
+  div_penalty: float = 0.0
+  divergence_free: bool = False
+  vector_field_init: Optional[base.Initializer] = None
+  kernel_init: base.Initializer = nn.initializers.lecun_normal()
+  bias_init: Optional[base.Initializer] = None
+
+  def setup(self):
+    name = type(self).__name__
+    n = base.check_features(name, self.features)
+    if n < 2:
+      raise ValueError(f"{name}: argument 'features' must be >= 2; got {n}.")
+    base.check_choice(name, "integrator", self.integrator, tuple(geometry.INTEGRATORS))
+    base.check_positive_number(name, "tau", self.tau)
+    base.check_choice(name, "activation", self.activation, base.ACTIVATIONS)
+    base.check_nonnegative_number(name, "div_penalty", self.div_penalty)
+    v_init = self.vector_field_init or geometry.doubly_stochastic()
+    self.vector_field = self.param("vector_field", v_init, (n, n), self.param_dtype)
+    self.bias = self.param("bias", self.bias_init or base.activation_bias_init(self.activation),
+                           (n,), self.param_dtype)
+    self.input = base.InputProjection(n, use_bias=False, kernel_init=self.kernel_init,
+                                      param_dtype=self.param_dtype, owner=name)
+
+  def field(self) -> Array:
+    """The effective vector field (projected when ``divergence_free``)."""
+    v = self.vector_field
+    return geometry.project_divergence_free(v) if self.divergence_free else v
+
+  def recurrent_matrix(self) -> Array:
+    """``C_V`` in the paper's column form (acts as ``C_V @ h``)."""
+    d_v = geometry.directional_derivative(self.field())
+    return geometry.get_integrator(self.integrator)(d_v, self.tau)
+
+  def prepare(self, dtype: Optional[base.Dtype] = None) -> dict[str, Array]:
+    """Returns ``{'kernel': C_V^T, 'bias': b}``; sows ``lambda ||div V||^2``."""
+    if self.div_penalty > 0:
+      div = geometry.divergence(self.field())
+      regularization.sow_loss(self, "div_penalty", self.div_penalty * jnp.sum(div * div))
+    prep = {"kernel": self.recurrent_matrix().T, "bias": self.bias}
+    return base.cast_tree(prep, self._prep_dtype(dtype))
+
+  def project_inputs(self, x: Array) -> Array:
+    return self.input(x, self._compute_dtype(x))
+
+  @nn.nowrap
+  def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
+    """``h' = sigma(h @ K + u + b)`` (pure)."""
+    h = base.activate(self.activation, carry @ prep["kernel"] + u, prep["bias"])
+    return h, h

@@ -1,0 +1,18 @@
+"""Sequence layers: the scan layer, stacks, and regularisation collection."""
+
+from lvf_jax.layers.recurrent import (
+    Recurrent,
+    is_structured,
+    length_mask,
+    masked_update,
+    scan_steps,
+)
+from lvf_jax.layers.regularization import (
+    COLLECTION,
+    collect_regularizers,
+    regularization_loss,
+    regularization_terms,
+    sow_loss,
+)
+
+__all__ = [n for n in dir() if not n.startswith("_")]

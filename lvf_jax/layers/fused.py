@@ -1,0 +1,585 @@
+"""Fused recurrences with a hand-written VJP: the sequential work only, big matmuls outside.
+
+Plain reverse-mode autodiff of a ``jax.lax.scan`` over ``h_t = sigma(h_{t-1} K + u_t)``
+computes, at every time step of its backward loop, the state cotangent
+``dh_{t-1} = dz_t K^T`` (unavoidable: sequential) **and** a small weight-gradient product
+``dK += h_{t-1}^T dz_t`` (avoidable: it does not feed the recursion). It also stores more
+residuals than needed. The functions here run
+
+* a forward ``lax.scan`` that does one ``(B, n) x (n, n)`` product per step and stores only
+  the carries ``H = (h_1, ..., h_T)`` (which are the outputs anyway);
+* a backward ``lax.scan`` that propagates **only** the state cotangent (one ``(B, n) x
+  (n, n)`` product per step, the elementwise derivative fused into the loop) and emits the
+  pre-activation cotangents ``dZ``;
+* after the loop, **one** large product ``dK = H_prev^T dZ`` over all ``T * B`` rows (and
+  ``dbias = sum dZ``). The input cotangent is ``du = dZ`` itself, so when ``u = x W`` is
+  the hoisted input projection, the caller's autodiff turns ``dW = X^T dZ`` into one large
+  product as well.
+
+Covered recurrences (row-vector convention ``h_t = sigma(h_{t-1} K + u_t + b)``):
+
+* :func:`rnn_scan` -- ``h_t = sigma(h_{t-1} K + u_t, b)`` with ``sigma`` in
+  ``'tanh'`` (``tanh(z + b)``), ``'modrelu'`` (``sign(z) relu(|z| + b)``, Arjovsky et al.
+  2016 eq 8 / expRNN), ``'identity'`` (``z + b``) and ``'relu'`` (``relu(z + b)``). Cells:
+  :class:`~lvf_jax.cells.TanhRNNCell` / ``OrthInitRNNCell`` (tanh, bias inside ``u``),
+  ``ExpRNNCell`` / ``ScoRNNCell`` (expRNN eq 3, scoRNN eq 5; modReLU or tanh),
+  ``NNRNNCell`` (nnRNN eq 4), ``LVFRNNCell`` (lvfRNN eq 5 / 16: ``K = C_V^T``).
+  The derivative ``sigma'`` is a function of the *output* ``h_t`` for all four
+  activations (``1 - h^2``; ``[h != 0]``; ``1``; ``[h > 0]``), so nothing besides the
+  outputs is stored and nothing is recomputed.
+* :func:`euler_scan` -- ``h_t = h_{t-1} + eps tanh(h_{t-1} K + u_t)`` (AntisymmetricRNN,
+  Chang et al. 2019, eq 12, with ``K = (W - W^T - gamma I)^T``).
+* :func:`gated_euler_scan` -- ``h_t = h_{t-1} + eps sigmoid(a_t + u^z_t) * tanh(a_t +
+  u^h_t)``, ``a_t = h_{t-1} K`` (gated AntisymmetricRNN, eq 13).
+
+For the Euler variants the derivative is not a stable function of the outputs; ``store``
+chooses between keeping the activations from the forward pass (``'activation'``: extra
+``T B n`` memory, or ``2 T B n`` for the gated cell, no extra compute) and recomputing the
+pre-activations after the forward pass as **one** large product ``H_prev K + U``
+(``'recompute'``: no extra residual memory; one extra non-sequential GEMM, typically
+a few per cent of the step time).
+
+Memory: the residuals are the carries ``H`` (the outputs) plus, for ``store='activation'``,
+the activations. For very long sequences wrap the call in :func:`jax.checkpoint` (the
+forward scan is then re-run inside the backward pass and nothing is kept between the
+passes), or split the sequence into chunks.
+
+Masking: ``mask`` (boolean ``(T, *batch)``) or ``seq_lengths`` (int ``(*batch,)``) follow
+:class:`lvf_jax.layers.Recurrent`: where the mask is False the carry is frozen and the
+output is zero. ``reverse=True`` processes ``t = T-1, ..., 0`` with outputs aligned with
+the inputs.
+
+All functions take **time-major** inputs ``u: (T, *batch, k)`` and return
+``(final_carry, outputs)`` with outputs time-major ``(T, *batch, n)``. They are pure, and
+compose with ``jit``, ``vmap``, ``grad`` (first order; the hand-written backward pass is
+not itself differentiable a second time) and ``jax.checkpoint``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+
+Array = jnp.ndarray
+
+ACTIVATIONS = ("tanh", "modrelu", "identity", "relu")
+STORES = ("activation", "recompute")
+
+
+# --------------------------------------------------------------------- validation
+
+
+def _check_unroll(fn: str, unroll: Any) -> int:
+  if isinstance(unroll, bool) or not isinstance(unroll, numbers.Integral) or unroll < 1:
+    raise ValueError(f"{fn}: argument 'unroll' must be an int >= 1; got {unroll!r}.")
+  return int(unroll)
+
+
+def _check_choice(fn: str, name: str, value: Any, allowed: tuple[str, ...]) -> str:
+  if not isinstance(value, str) or value not in allowed:
+    raise ValueError(f"{fn}: argument '{name}' must be one of {list(allowed)}; got {value!r}.")
+  return value
+
+
+def _prepare(fn: str, kernel, u, h0, bias, mask, seq_lengths, width: int):
+  """Validates, casts to ``u.dtype`` and flattens the batch axes to one.
+
+  Returns ``(kernel, u2, h02, bias, mask2, batch_shape)`` with ``u2: (T, B, width n)``,
+  ``h02: (B, n)``, ``mask2: (T, B) bool or None``.
+  """
+  u = jnp.asarray(u)
+  if u.ndim < 2 or not jnp.issubdtype(u.dtype, jnp.floating):
+    raise ValueError(
+        f"{fn}: argument 'u' must be a floating array of shape (time, *batch, features); "
+        f"got {u.dtype} of shape {u.shape}.")
+  dtype = u.dtype
+  kernel = jnp.asarray(kernel)
+  n = kernel.shape[0] if kernel.ndim == 2 else -1
+  if kernel.ndim != 2 or kernel.shape != (n, n):
+    raise ValueError(
+        f"{fn}: argument 'kernel' must be a square matrix (n, n); got shape {kernel.shape}.")
+  if u.shape[-1] != width * n:
+    raise ValueError(
+        f"{fn}: argument 'u' must have {width * n} features (= {width} x n, n={n}); "
+        f"got shape {u.shape}.")
+  num_steps, batch_shape = u.shape[0], u.shape[1:-1]
+  if num_steps < 1:
+    raise ValueError(f"{fn}: argument 'u' must have at least one time step; got shape {u.shape}.")
+  h0 = jnp.asarray(h0)
+  if h0.shape != batch_shape + (n,):
+    raise ValueError(
+        f"{fn}: argument 'h0' must have shape (*batch, n) = {batch_shape + (n,)}; "
+        f"got {h0.shape}.")
+  if bias is not None:
+    bias = jnp.asarray(bias)
+    if bias.shape != (n,):
+      raise ValueError(f"{fn}: argument 'bias' must have shape (n,) = ({n},); got {bias.shape}.")
+    bias = bias.astype(dtype)
+  if mask is not None and seq_lengths is not None:
+    raise ValueError(f"{fn}: pass at most one of 'mask' and 'seq_lengths'.")
+  if seq_lengths is not None:
+    seq_lengths = jnp.asarray(seq_lengths)
+    if seq_lengths.shape != batch_shape or not jnp.issubdtype(seq_lengths.dtype, jnp.integer):
+      raise ValueError(
+          f"{fn}: argument 'seq_lengths' must be an int array of shape (*batch,) = "
+          f"{batch_shape}; got {seq_lengths.dtype} of shape {seq_lengths.shape}.")
+    t = jnp.arange(num_steps, dtype=jnp.int32).reshape((num_steps,) + (1,) * len(batch_shape))
+    mask = t < seq_lengths.astype(jnp.int32)[None, ...]
+  if mask is not None:
+    mask = jnp.asarray(mask)
+    if mask.shape != (num_steps,) + batch_shape or mask.dtype != jnp.bool_:
+      raise ValueError(
+          f"{fn}: argument 'mask' must be a bool array of shape (time, *batch) = "
+          f"{(num_steps,) + batch_shape}; got {mask.dtype} of shape {mask.shape}.")
+  b = math.prod(batch_shape)
+  u2 = u.reshape((num_steps, b, width * n))
+  h02 = h0.astype(dtype).reshape((b, n))
+  mask2 = None if mask is None else mask.reshape((num_steps, b))
+  return kernel.astype(dtype), u2, h02, bias, mask2, batch_shape
+
+
+def _finish(h_last, hs, mask, batch_shape):
+  """Masked outputs (zero where ``mask`` is False) and un-flattened batch axes."""
+  n = hs.shape[-1]
+  ys = hs if mask is None else jnp.where(mask[..., None], hs, jnp.zeros((), hs.dtype))
+  return (h_last.reshape(batch_shape + (n,)),
+          ys.reshape((hs.shape[0],) + batch_shape + (n,)))
+
+
+def _prev_states(h0: Array, hs: Array, reverse: bool) -> Array:
+  """``H_prev[t] = h_{t-1}``: the carry each step consumed (``h_{t+1}`` when reversed)."""
+  if reverse:
+    return jnp.concatenate([hs[1:], h0[None]], axis=0)
+  return jnp.concatenate([h0[None], hs[:-1]], axis=0)
+
+
+def _last_carry(h0: Array, hs: Array, reverse: bool) -> Array:
+  if hs.shape[0] == 0:
+    return h0
+  return hs[0] if reverse else hs[-1]
+
+
+def _big_matmul_tn(a: Array, b: Array) -> Array:
+  """``sum_t a_t^T b_t`` as ONE ``(n, T B) x (T B, m)`` product."""
+  a2 = a.reshape((-1, a.shape[-1]))
+  b2 = b.reshape((-1, b.shape[-1]))
+  return jax.lax.dot_general(a2, b2, (((0,), (0,)), ((), ())))
+
+
+def _mask_select(m_t, new, old):
+  return jnp.where(m_t[:, None], new, old)
+
+
+# ------------------------------------------------------------ sigma(h K + u, b)
+
+
+def _act_fwd(name: str, z: Array, bias: Optional[Array]) -> Array:
+  if name == "modrelu":
+    if bias is None:
+      return z
+    b = bias[None, :]
+    return jnp.sign(z) * jnp.maximum(jnp.abs(z) + b, jnp.zeros((), z.dtype))
+  if bias is not None:
+    z = z + bias[None, :]
+  if name == "tanh":
+    return jnp.tanh(z)
+  if name == "relu":
+    return jnp.maximum(z, jnp.zeros((), z.dtype))
+  return z
+
+
+def _act_grad_from_output(name: str, h: Array, has_bias: bool) -> Optional[Array]:
+  """``d sigma / d z`` written as a function of the output ``h = sigma(z)`` (None = 1)."""
+  if name == "tanh":
+    return 1.0 - h * h
+  if name == "modrelu":
+    if not has_bias:
+      return None
+    return jnp.abs(jnp.sign(h))  # 1 where |z| + b > 0 (and z != 0), else 0
+  if name == "relu":
+    return (h > 0).astype(h.dtype)
+  return None
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7))
+def _rnn_core(kernel, u, h0, bias, mask, activation, reverse, unroll):
+  hs = _rnn_forward(kernel, u, h0, bias, mask, activation, reverse, unroll)
+  return _last_carry(h0, hs, reverse), hs
+
+
+def _rnn_forward(kernel, u, h0, bias, mask, activation, reverse, unroll):
+  def body(h, xs):
+    u_t, m_t = xs
+    h_new = _act_fwd(activation, jnp.dot(h, kernel) + u_t, bias)
+    if m_t is not None:
+      h_new = _mask_select(m_t, h_new, h)
+    return h_new, h_new
+
+  _, hs = jax.lax.scan(body, h0, (u, mask), reverse=reverse, unroll=unroll)
+  return hs
+
+
+def _rnn_fwd(kernel, u, h0, bias, mask, activation, reverse, unroll):
+  hs = _rnn_forward(kernel, u, h0, bias, mask, activation, reverse, unroll)
+  return (_last_carry(h0, hs, reverse), hs), (kernel, h0, bias, mask, hs)
+
+
+def _rnn_bwd(activation, reverse, unroll, res, cts):
+  kernel, h0, bias, mask, hs = res
+  dh_last, dhs = cts
+  kernel_t = kernel.T
+  has_bias = bias is not None
+  # modReLU's bias gradient is sum dz * sign(h), not sum dz: accumulate it in the loop,
+  # where h_t and dz_t are already in registers (saves a pass over two T B n arrays).
+  acc_bias = has_bias and activation == "modrelu"
+
+  def body(carry, xs):
+    c, db = carry
+    h_t, dy_t, m_t = xs
+    g = c + dy_t
+    d = _act_grad_from_output(activation, h_t, has_bias)
+    dz = g if d is None else g * d
+    if m_t is not None:
+      dz = _mask_select(m_t, dz, jnp.zeros((), dz.dtype))
+    if acc_bias:
+      db = db + jnp.sum(dz * jnp.sign(h_t), axis=0)
+    c_new = jnp.dot(dz, kernel_t)
+    if m_t is not None:
+      # The carry of a padded step is the old carry: its cotangent flows straight through.
+      c_new = c_new + _mask_select(m_t, jnp.zeros((), c.dtype), g)
+    return (c_new, db), dz
+
+  db0 = jnp.zeros(kernel.shape[:1], kernel.dtype) if acc_bias else None
+  (dh0, db), dz = jax.lax.scan(body, (dh_last, db0), (hs, dhs, mask), reverse=not reverse,
+                               unroll=unroll)
+  d_kernel = _big_matmul_tn(_prev_states(h0, hs, reverse), dz)
+  d_bias = None
+  if has_bias:
+    d_bias = db if acc_bias else jnp.sum(dz, axis=(0, 1))
+  d_mask = None
+  return d_kernel, dz, dh0, d_bias, d_mask
+
+
+_rnn_core.defvjp(_rnn_fwd, _rnn_bwd)
+
+
+def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *,
+             activation: str = "tanh", reverse: bool = False, unroll: int = 1,
+             mask: Optional[Array] = None,
+             seq_lengths: Optional[Array] = None) -> tuple[Array, Array]:
+  """``h_t = sigma(h_{t-1} K + u_t, b)`` over time with the fused backward pass.
+
+  The forward pass is the plain recurrence of expRNN eq 3 / scoRNN eq 5 / lvfRNN eq 5
+  (row form, ``K = M^T``); the backward pass propagates only the state cotangent and forms
+  ``dK = sum_t h_{t-1}^T dz_t`` as one ``(n, T B) x (T B, n)`` product (module docstring).
+
+  Args:
+    kernel: recurrent kernel ``K`` in row form, ``(n, n)``.
+    u: projected inputs, time-major ``(T, *batch, n)`` (``x_t W`` plus any input bias).
+    h0: initial carry ``(*batch, n)``.
+    bias: optional ``(n,)``: inside the activation (``tanh(z + b)``, modReLU's ``b``).
+    activation: ``'tanh'``, ``'modrelu'``, ``'identity'`` or ``'relu'``.
+      ``'modrelu'`` without a bias is the identity.
+    reverse: process ``t = T-1, ..., 0`` (outputs stay aligned with ``u``).
+    unroll: ``lax.scan`` unroll factor of both loops.
+    mask: optional bool ``(T, *batch)``: where False the carry is frozen, the output zero.
+    seq_lengths: optional int ``(*batch,)``, alternative to ``mask`` (``t < length``).
+
+  Returns:
+    ``(h_final, hs)`` with ``hs`` time-major ``(T, *batch, n)``. Floating arguments are
+    cast to ``u.dtype``.
+  """
+  fn = "rnn_scan"
+  _check_choice(fn, "activation", activation, ACTIVATIONS)
+  unroll = _check_unroll(fn, unroll)
+  kernel, u2, h02, bias, mask2, batch_shape = _prepare(
+      fn, kernel, u, h0, bias, mask, seq_lengths, 1)
+  h_last, hs = _rnn_core(kernel, u2, h02, bias, mask2, activation, bool(reverse), unroll)
+  return _finish(h_last, hs, mask2, batch_shape)
+
+
+# ---------------------------------------------- h + eps tanh(h K + u) (Euler)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(4, 5, 6, 7, 8))
+def _euler_core(kernel, u, h0, mask, eps, store, reverse, unroll, gated):
+  hs, _ = _euler_forward(kernel, u, h0, mask, eps, store, reverse, unroll, gated)
+  return _last_carry(h0, hs, reverse), hs
+
+
+def _euler_acts(a, u_t, n, gated):
+  """``tanh`` (and the ``sigmoid`` gate) of the pre-activations ``a + u_t``."""
+  if gated:
+    return jnp.tanh(a + u_t[:, :n]), jax.nn.sigmoid(a + u_t[:, n:])
+  return jnp.tanh(a + u_t), None
+
+
+def _euler_forward(kernel, u, h0, mask, eps, store, reverse, unroll, gated):
+  n = kernel.shape[0]
+  keep = store == "activation"
+
+  def body(h, xs):
+    u_t, m_t = xs
+    tau, s = _euler_acts(jnp.dot(h, kernel), u_t, n, gated)
+    h_new = h + eps * (tau if s is None else s * tau)
+    if m_t is not None:
+      h_new = _mask_select(m_t, h_new, h)
+    if not keep:
+      return h_new, (h_new, None)
+    return h_new, (h_new, tau if s is None else jnp.concatenate([tau, s], axis=-1))
+
+  _, (hs, acts) = jax.lax.scan(body, h0, (u, mask), reverse=reverse, unroll=unroll)
+  return hs, acts
+
+
+def _euler_fwd(kernel, u, h0, mask, eps, store, reverse, unroll, gated):
+  hs, acts = _euler_forward(kernel, u, h0, mask, eps, store, reverse, unroll, gated)
+  keep_u = None if store == "activation" else u
+  return (_last_carry(h0, hs, reverse), hs), (kernel, h0, mask, hs, acts, keep_u)
+
+
+def _euler_bwd(eps, store, reverse, unroll, gated, res, cts):
+  kernel, h0, mask, hs, acts, u = res
+  dh_last, dhs = cts
+  n = kernel.shape[0]
+  kernel_t = kernel.T
+  h_prev = _prev_states(h0, hs, reverse)
+  if acts is None:  # recompute the pre-activations as ONE large product
+    num_steps, b = hs.shape[:2]
+    a = jnp.dot(h_prev.reshape((num_steps * b, n)), kernel).reshape((num_steps, b, n))
+    if gated:
+      acts = jnp.concatenate([jnp.tanh(a + u[..., :n]), jax.nn.sigmoid(a + u[..., n:])], -1)
+    else:
+      acts = jnp.tanh(a + u)
+
+  def body(c, xs):
+    act_t, dy_t, m_t = xs
+    g = c + dy_t
+    if m_t is not None:
+      g_valid = _mask_select(m_t, g, jnp.zeros((), g.dtype))
+    else:
+      g_valid = g
+    if gated:
+      tau, s = act_t[:, :n], act_t[:, n:]
+      d_tau = (eps * g_valid) * s * (1.0 - tau * tau)
+      d_s = (eps * g_valid) * tau * (s * (1.0 - s))
+      da = d_tau + d_s
+      du = jnp.concatenate([d_tau, d_s], axis=-1)
+    else:
+      da = (eps * g_valid) * (1.0 - act_t * act_t)
+      du = da
+    # d h_{t-1} = g (identity path; also the frozen carry of a padded step) + da K^T
+    return g + jnp.dot(da, kernel_t), du
+
+  dh0, du = jax.lax.scan(body, dh_last, (acts, dhs, mask), reverse=not reverse, unroll=unroll)
+  da_all = (du[..., :n] + du[..., n:]) if gated else du
+  d_kernel = _big_matmul_tn(h_prev, da_all)
+  return d_kernel, du, dh0, None
+
+
+_euler_core.defvjp(_euler_fwd, _euler_bwd)
+
+
+def _euler_api(fn, kernel, u, h0, *, epsilon, store, reverse, unroll, mask, seq_lengths, gated):
+  _check_choice(fn, "store", store, STORES)
+  unroll = _check_unroll(fn, unroll)
+  if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) \
+      or not math.isfinite(float(epsilon)) or float(epsilon) <= 0:
+    raise ValueError(f"{fn}: argument 'epsilon' must be a finite number > 0; got {epsilon!r}.")
+  kernel, u2, h02, _, mask2, batch_shape = _prepare(
+      fn, kernel, u, h0, None, mask, seq_lengths, 2 if gated else 1)
+  h_last, hs = _euler_core(kernel, u2, h02, mask2, float(epsilon), store, bool(reverse),
+                           unroll, gated)
+  return _finish(h_last, hs, mask2, batch_shape)
+
+
+def euler_scan(kernel: Array, u: Array, h0: Array, *, epsilon: float, store: str = "recompute",
+               reverse: bool = False, unroll: int = 1, mask: Optional[Array] = None,
+               seq_lengths: Optional[Array] = None) -> tuple[Array, Array]:
+  """``h_t = h_{t-1} + eps tanh(h_{t-1} K + u_t)`` (AntisymmetricRNN eq 12, row form).
+
+  Args:
+    kernel: ``K = (W - W^T - gamma I)^T``, ``(n, n)``.
+    u: ``x_t V + b``, time-major ``(T, *batch, n)``.
+    h0: initial carry ``(*batch, n)``.
+    epsilon: step size ``eps > 0`` (a Python number).
+    store: ``'activation'`` (keep ``tanh(z_t)``: ``T B n`` extra memory) or
+      ``'recompute'`` (recompute ``z = H_prev K + U`` as one large product in the
+      backward pass).
+    reverse, unroll, mask, seq_lengths: as in :func:`rnn_scan`.
+
+  Returns:
+    ``(h_final, hs)``, ``hs`` time-major ``(T, *batch, n)``.
+  """
+  return _euler_api("euler_scan", kernel, u, h0, epsilon=epsilon, store=store,
+                    reverse=reverse, unroll=unroll, mask=mask, seq_lengths=seq_lengths,
+                    gated=False)
+
+
+def gated_euler_scan(kernel: Array, u: Array, h0: Array, *, epsilon: float,
+                     store: str = "recompute", reverse: bool = False, unroll: int = 1,
+                     mask: Optional[Array] = None,
+                     seq_lengths: Optional[Array] = None) -> tuple[Array, Array]:
+  """Gated AntisymmetricRNN (eq 13, row form), one shared kernel ``K``::
+
+      a_t = h_{t-1} K
+      h_t = h_{t-1} + eps sigmoid(a_t + u^z_t) * tanh(a_t + u^h_t)
+
+  Args:
+    kernel: ``(n, n)``.
+    u: ``[x_t V_h + b_h | x_t V_z + b_z]``, time-major ``(T, *batch, 2 n)`` (the layout
+      of :class:`~lvf_jax.cells.GatedAntisymmetricRNNCell.project_inputs`).
+    h0: ``(*batch, n)``.
+    epsilon, store, reverse, unroll, mask, seq_lengths: as in :func:`euler_scan`
+      (``store='activation'`` keeps ``2 T B n`` activations).
+
+  Returns:
+    ``(h_final, hs)``, ``hs`` time-major ``(T, *batch, n)``.
+  """
+  return _euler_api("gated_euler_scan", kernel, u, h0, epsilon=epsilon, store=store,
+                    reverse=reverse, unroll=unroll, mask=mask, seq_lengths=seq_lengths,
+                    gated=True)
+
+
+# --------------------------------------------------- matmul-only matrix exponential
+
+
+# Taylor coefficients 1/k!, k = 0..16.
+_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(17))
+# Largest ||A||_1 for which the degree-16 Taylor remainder sum_{k>16} x^k/k! stays below
+# the unit roundoff (float32: 2.5^17/17! ~ 1.6e-8 < 2^-24; float64: 0.8^17/17! ~ 6e-17).
+_THETA = {4: 2.5, 8: 0.8}
+
+
+def expm_taylor(a: Array, *, max_squarings: int = 16) -> Array:
+  """``exp(A)`` with matrix products only: scaling and squaring of a degree-16 Taylor sum.
+
+  Same role as :func:`lvf_jax.geometry.expm` (expRNN eq 1), but no LAPACK call: the
+  polynomial is evaluated with Paterson-Stockmeyer (6 products) and undone with
+  ``s = max(0, ceil(log2(||A||_1 / theta)))`` squarings (``theta = 2.5`` in float32,
+  ``0.8`` in float64, where the truncated tail is below the unit roundoff). Everything is
+  an XLA matmul, so it runs on XLA's own thread pool (see the benchmark notes: on CPU the
+  LU/triangular solves of ``jax.scipy.linalg.expm`` go to the OpenBLAS that ships with
+  SciPy, whose worker threads contend with XLA's). Differentiable by ordinary autodiff.
+
+  Args:
+    a: square ``(n, n)`` floating matrix (any; skew for an orthogonal result).
+    max_squarings: static bound on ``s``; larger norms (``||A||_1 > theta 2^max``) are not
+      accurate.
+
+  Returns:
+    ``exp(A)`` of the same shape and dtype.
+  """
+  a = jnp.asarray(a)
+  if a.ndim != 2 or a.shape[0] != a.shape[1] or not jnp.issubdtype(a.dtype, jnp.floating):
+    raise ValueError(
+        f"expm_taylor: argument 'a' must be a floating square matrix (n, n); got {a.dtype} "
+        f"of shape {a.shape}.")
+  theta = _THETA.get(jnp.dtype(a.dtype).itemsize, 2.5)
+  norm = jax.lax.stop_gradient(jnp.max(jnp.sum(jnp.abs(a), axis=0)))
+  s = jnp.clip(jnp.ceil(jnp.log2(norm / theta)), 0, max_squarings)
+  s = jnp.where(jnp.isfinite(s), s, 0).astype(jnp.int32)
+  x = a * jnp.exp2(-s.astype(a.dtype))
+  eye = jnp.eye(a.shape[0], dtype=a.dtype)
+  x2 = x @ x
+  x3 = x2 @ x
+  x4 = x2 @ x2
+  c = _TAYLOR
+
+  def block(j):
+    return c[4 * j] * eye + c[4 * j + 1] * x + c[4 * j + 2] * x2 + c[4 * j + 3] * x3
+
+  p = block(3) + c[16] * x4
+  for j in (2, 1, 0):
+    p = block(j) + x4 @ p
+
+  def square(i, r):
+    return jax.lax.cond(i < s, lambda m: m @ m, lambda m: m, r)
+
+  r, _ = jax.lax.scan(lambda r, i: (square(i, r), None), p,
+                      jnp.arange(max_squarings, dtype=jnp.int32))
+  return r
+
+
+# ----------------------------------------------------------------- cell wiring
+
+
+def fused_scan_for_cell(cell: Any):
+  """The fused scan that computes ``cell``'s recurrence, or ``None`` if none covers it.
+
+  Returns ``scan(prep, carry, u, *, reverse=False, unroll=1, mask=None) -> (carry, ys)``
+  taking the cell's own ``prepare()`` output and time-major ``project_inputs`` output, a
+  drop-in replacement of :func:`lvf_jax.layers.scan_steps` ``(cell.step, prep, carry, u)``
+  (same masking / reverse semantics, outputs time-major). Mapping:
+
+  ==========================================  ==========================================
+  cell                                        fused call
+  ==========================================  ==========================================
+  ``ExpRNNCell``, ``ScoRNNCell``,             ``rnn_scan(prep['kernel'], u, carry,
+  ``NNRNNCell``, ``LVFRNNCell``               prep['bias'], activation=cell.activation)``
+  ``TanhRNNCell``, ``OrthInitRNNCell``        ``rnn_scan(prep['kernel'], u, carry,
+                                              activation='tanh')`` (bias is inside ``u``)
+  ``AntisymmetricRNNCell``                    ``euler_scan(prep['kernel'], u, carry,
+                                              epsilon=cell.epsilon)``
+  ``GatedAntisymmetricRNNCell``               ``gated_euler_scan(prep['kernel'], u, carry,
+                                              epsilon=cell.epsilon)``
+  ``NCGRUCell``, ``LSTMCell``, ``GRUCell``    ``None`` (use ``scan_steps``)
+  ==========================================  ==========================================
+
+  Args:
+    cell: a cell instance (bound or unbound); only its class and static attributes are read.
+
+  The Euler scans also accept ``store=`` (see :func:`euler_scan`).
+  """
+  from lvf_jax import cells  # lazy: lvf_jax.layers must not import the cells at import time
+
+  def simple(activation, use_bias):
+    def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
+      return rnn_scan(prep["kernel"], u, carry, prep["bias"] if use_bias else None,
+                      activation=activation, reverse=reverse, unroll=unroll, mask=mask)
+    return scan
+
+  def euler(gated, epsilon):
+    fn = gated_euler_scan if gated else euler_scan
+
+    def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None, store="recompute"):
+      return fn(prep["kernel"], u, carry, epsilon=epsilon, store=store, reverse=reverse,
+                unroll=unroll, mask=mask)
+    return scan
+
+  if isinstance(cell, (cells.ExpRNNCell, cells.ScoRNNCell, cells.NNRNNCell, cells.LVFRNNCell)):
+    return simple(cell.activation, True)
+  if isinstance(cell, cells.TanhRNNCell):  # includes OrthInitRNNCell
+    return simple("tanh", False)
+  if isinstance(cell, cells.AntisymmetricRNNCell):  # includes the gated subclass
+    return euler(bool(cell.gated), float(cell.epsilon))
+  return None
+
+
+# ------------------------------------------------------------------- references
+
+
+def reference_scan(step, kernel: Array, u: Array, h0: Array, *, reverse: bool = False,
+                   unroll: int = 1, mask: Optional[Array] = None) -> tuple[Array, Array]:
+  """Plain ``lax.scan`` of ``step(kernel, h, u_t) -> h`` (autodiff baseline, same masking)."""
+
+  def body(h, xs):
+    u_t, m_t = xs
+    h_new = step(kernel, h, u_t)
+    if m_t is not None:
+      h_new = jnp.where(m_t[..., None], h_new, h)
+    return h_new, h_new
+
+  h_last, hs = jax.lax.scan(body, h0, (u, mask), reverse=reverse, unroll=unroll)
+  if mask is not None:
+    hs = jnp.where(mask[..., None], hs, jnp.zeros((), hs.dtype))
+  return h_last, hs
+
+
+__all__ = ["ACTIVATIONS", "STORES", "rnn_scan", "euler_scan", "gated_euler_scan",
+           "fused_scan_for_cell", "expm_taylor", "reference_scan"]

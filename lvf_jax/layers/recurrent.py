@@ -1,0 +1,221 @@
+"""The library sequence layer: ``prepare`` once, project all inputs once, scan a pure step.
+
+:class:`Recurrent` runs any cell of :mod:`lvf_jax.cells` (and any
+:class:`flax.linen.RNNCellBase`, e.g. ``nn.LSTMCell``) over a sequence. For a structured
+cell (one with ``prepare`` / ``project_inputs`` / ``step``) it
+
+1. calls ``cell.project_inputs`` once on the whole ``(batch, time, features)`` input (one
+   large matmul instead of ``T`` small ones),
+2. calls ``cell.prepare()`` once (the ``O(n^3)`` matrix function -- ``expm``, Cayley solve,
+   ``D_V``, Schur form -- is evaluated once per sequence, not once per step), and
+3. runs :func:`scan_steps`, a pure ``jax.lax.scan`` of ``cell.step`` over time (time-major
+   internally).
+
+Other Flax cells fall back to :func:`flax.linen.scan` of the cell itself with the same
+masking semantics. :func:`scan_steps` is kept free of Flax so that a custom VJP can be
+written around it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import jax
+import jax.numpy as jnp
+from flax import linen as nn
+from flax.linen.recurrent import flip_sequences
+
+Array = jnp.ndarray
+Carry = Any
+StepFn = Callable[[Any, Carry, Array], tuple[Carry, Array]]
+
+
+def _cast_tree(tree: Any, dtype: Any) -> Any:
+  def cast(x):
+    x = jnp.asarray(x)
+    return x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x
+  return jax.tree_util.tree_map(cast, tree)
+
+
+def _fallback_dtype(cell: Any, input_dtype: Any) -> Any:
+  """Computation dtype of a Flax cell: its ``dtype``, else standard promotion of the input
+  and parameter dtypes (made explicit so the cell runs under strict promotion)."""
+  if getattr(cell, "dtype", None) is not None:
+    return jnp.dtype(cell.dtype)
+  with jax.numpy_dtype_promotion("standard"):
+    return jnp.promote_types(input_dtype, getattr(cell, "param_dtype", jnp.float32))
+
+
+def is_structured(cell: Any) -> bool:
+  """Whether ``cell`` implements the ``prepare`` / ``project_inputs`` / ``step`` protocol."""
+  return all(callable(getattr(cell, m, None)) for m in ("prepare", "project_inputs", "step"))
+
+
+def _expand_to(mask: Array, leaf: Array) -> Array:
+  return jnp.reshape(mask, mask.shape + (1,) * (leaf.ndim - mask.ndim))
+
+
+def masked_update(mask: Optional[Array], new_carry: Carry, old_carry: Carry,
+                  y: Any) -> tuple[Carry, Any]:
+  """Freezes the carry and zeroes the output where ``mask`` (shape ``(*batch,)``) is False."""
+  if mask is None:
+    return new_carry, y
+  carry = jax.tree_util.tree_map(
+      lambda a, b: jnp.where(_expand_to(mask, a), a, b), new_carry, old_carry)
+  y = jax.tree_util.tree_map(
+      lambda a: jnp.where(_expand_to(mask, a), a, jnp.zeros_like(a)), y)
+  return carry, y
+
+
+def scan_steps(step: StepFn, prep: Any, carry: Carry, u: Array, *,
+               mask: Optional[Array] = None, reverse: bool = False, unroll: int = 1,
+               checkpoint: bool = False) -> tuple[Carry, Array]:
+  """Pure scan of ``step(prep, carry, u_t)`` over the leading (time) axis of ``u``.
+
+  Args:
+    step: pure step function ``(prep, carry, u_t) -> (carry, y_t)``.
+    prep: parameter pytree from ``cell.prepare()`` (closed over, not scanned).
+    carry: initial carry, leaves ``(*batch, ...)``.
+    u: projected inputs, time-major ``(T, *batch, k)``.
+    mask: optional boolean ``(T, *batch)``; where False the carry is frozen and the output
+      zeroed.
+    reverse: process ``t = T-1, ..., 0`` (outputs stay aligned with ``u``).
+    unroll: ``jax.lax.scan`` unroll factor.
+    checkpoint: rematerialise each step in the backward pass (``jax.checkpoint``): memory
+      ``O(T n)`` for the carries only, at the price of a second forward pass.
+
+  Returns:
+    ``(final_carry, ys)`` with ``ys`` time-major.
+  """
+
+  def body(c, xs):
+    u_t, m_t = xs
+    c_new, y = step(prep, c, u_t)
+    return masked_update(m_t, c_new, c, y)
+
+  if checkpoint:
+    body = jax.checkpoint(body, prevent_cse=False)
+  return jax.lax.scan(body, carry, (u, mask), reverse=reverse, unroll=unroll)
+
+
+def length_mask(seq_lengths: Array, num_steps: int) -> Array:
+  """Time-major boolean mask ``(T, *batch)``: ``mask[t, b] = t < seq_lengths[b]``."""
+  t = jnp.arange(num_steps, dtype=jnp.int32)
+  lengths = jnp.asarray(seq_lengths).astype(jnp.int32)
+  return t.reshape((num_steps,) + (1,) * lengths.ndim) < lengths[None, ...]
+
+
+def _fallback_body(cell: nn.Module, carry: Carry, xs: tuple[Array, Optional[Array]]):
+  x_t, m_t = xs
+  c_new, y = cell(carry, x_t)
+  return masked_update(m_t, c_new, carry, y)
+
+
+class Recurrent(nn.Module):
+  """Runs a cell over a sequence with one ``prepare`` and one input projection per call.
+
+  Semantics (both for structured cells and for Flax fallback cells):
+
+  * inputs ``(*batch, time, features)`` (or ``(time, *batch, features)`` with
+    ``time_major=True``); outputs have the same layout with ``features`` replaced by the
+    cell's output size;
+  * ``seq_lengths`` (int ``(*batch,)``): steps ``t >= length`` are padding -- the carry is
+    frozen there (the final carry is the carry after the last valid step) and the outputs
+    are zeroed;
+  * ``reverse=True`` processes each sequence from its last valid step to the first
+    (padding stays at the end) and, with ``keep_order=True`` (the default, unlike
+    ``nn.RNN``), returns the outputs aligned with the inputs; ``keep_order=False`` returns
+    them in processing order, as ``nn.RNN`` does. The call signature follows ``nn.RNN``,
+    so ``nn.Bidirectional(Recurrent(a), Recurrent(b))`` works;
+  * ``checkpoint=True`` rematerialises each step in the backward pass (long sequences);
+  * ``unroll`` is passed to the scan.
+
+  Parameters live under the name ``'cell'`` exactly as in ``nn.RNN(cell)``, so the same
+  variables work in both.
+
+  Attributes:
+    cell: a structured cell (:mod:`lvf_jax.cells`) or any ``flax.linen.RNNCellBase``.
+    time_major: input/output layout (default batch-major).
+    return_carry: return ``(final_carry, outputs)`` instead of ``outputs``.
+    reverse: process the sequence backwards.
+    keep_order: with ``reverse``, return outputs aligned with the inputs (default True).
+    unroll: scan unroll factor.
+    checkpoint: ``jax.checkpoint`` the step.
+  """
+
+  cell: nn.Module
+  time_major: bool = False
+  return_carry: bool = False
+  reverse: bool = False
+  keep_order: bool = True
+  unroll: int = 1
+  checkpoint: bool = False
+
+  @nn.compact
+  def __call__(self, inputs: Array, *, initial_carry: Optional[Carry] = None,
+               seq_lengths: Optional[Array] = None, return_carry: Optional[bool] = None,
+               reverse: Optional[bool] = None, time_major: Optional[bool] = None,
+               keep_order: Optional[bool] = None, init_key: Optional[Any] = None):
+    """Applies the cell over the time axis.
+
+    Args:
+      inputs: ``(*batch, time, features)`` (or time-major).
+      initial_carry: optional initial carry (default ``cell.initialize_carry``).
+      seq_lengths: optional int array ``(*batch,)`` of valid lengths.
+      return_carry, reverse, time_major, keep_order: override the attributes.
+      init_key: PRNG key for ``cell.initialize_carry`` (default ``jax.random.key(0)``).
+
+    Returns:
+      ``outputs`` or ``(final_carry, outputs)``.
+    """
+    return_carry = self.return_carry if return_carry is None else return_carry
+    reverse = self.reverse if reverse is None else reverse
+    time_major = self.time_major if time_major is None else time_major
+    keep_order = self.keep_order if keep_order is None else keep_order
+    inputs = jnp.asarray(inputs)
+    if inputs.ndim < 2:
+      layout = "(time, *batch, features)" if time_major else "(*batch, time, features)"
+      raise ValueError(
+          f"Recurrent: inputs must have shape {layout}; got shape {inputs.shape}.")
+    time_axis = 0 if time_major else inputs.ndim - 2
+    num_steps = inputs.shape[time_axis]
+    x_tm = inputs if time_major else jnp.moveaxis(inputs, time_axis, 0)
+    batch_shape = x_tm.shape[1:-1]
+
+    mask = None
+    if seq_lengths is not None:
+      seq_lengths = jnp.asarray(seq_lengths)
+      if seq_lengths.shape != batch_shape or not jnp.issubdtype(seq_lengths.dtype, jnp.integer):
+        raise ValueError(
+            f"Recurrent: argument 'seq_lengths' must be an int array of shape (*batch,) = "
+            f"{batch_shape}; got {seq_lengths.dtype} of shape {seq_lengths.shape}.")
+      mask = length_mask(seq_lengths, num_steps)
+
+    if initial_carry is None:
+      key = jax.random.key(0) if init_key is None else init_key
+      initial_carry = self.cell.initialize_carry(key, batch_shape + x_tm.shape[-1:])
+
+    if is_structured(self.cell):
+      u = self.cell.project_inputs(x_tm)
+      prep = self.cell.prepare(dtype=u.dtype)
+      carry = _cast_tree(initial_carry, u.dtype)
+      carry, ys = scan_steps(self.cell.step, prep, carry, u, mask=mask, reverse=reverse,
+                             unroll=self.unroll, checkpoint=self.checkpoint)
+    else:
+      dtype = _fallback_dtype(self.cell, x_tm.dtype)
+      x_tm = x_tm.astype(dtype)
+      initial_carry = _cast_tree(initial_carry, dtype)
+      body = _fallback_body
+      if self.checkpoint:
+        body = nn.checkpoint(body, prevent_cse=False)
+      scan = nn.scan(body, variable_broadcast="params", split_rngs={"params": False},
+                     in_axes=0, out_axes=0, reverse=reverse, unroll=self.unroll)
+      carry, ys = scan(self.cell, initial_carry, (x_tm, mask))
+
+    if reverse and not keep_order:  # processing order, padding kept at the end
+      ys = jax.tree_util.tree_map(
+          lambda a: flip_sequences(a, seq_lengths, num_batch_dims=len(batch_shape),
+                                   time_major=True), ys)
+    if not time_major:
+      ys = jax.tree_util.tree_map(lambda a: jnp.moveaxis(a, 0, a.ndim - 2), ys)
+    return (carry, ys) if return_carry else ys

@@ -1,0 +1,81 @@
+"""One uniform way to collect regularisation terms from any model.
+
+Cells add their (already weighted) regularisation terms to the ``'losses'`` collection with
+:func:`sow_loss` when their parameters are prepared (once per layer call):
+
+* :class:`~lvf_jax.cells.LVFRNNCell`: ``'div_penalty'`` = ``lambda ||div V||^2`` (lvfRNN
+  Sec. 4.3);
+* :class:`~lvf_jax.cells.NNRNNCell`: ``'gamma_penalty'`` = ``delta sum_i (gamma_i - 1)^2``
+  and ``'t_decay'`` = ``t_decay ||T||_F^2`` (nnRNN Sec. 4).
+
+A term is only sown when its weight is positive. The collection must be marked mutable for
+the terms to be recorded::
+
+    y, state = model.apply(variables, x, mutable=['losses'])
+    loss = task_loss(y) + regularization_loss(state)
+
+Each term *overwrites* the previous value of the same name (it depends on the parameters
+only), so calling a layer several times in one forward pass (e.g. truncated BPTT chunks)
+counts it once. Inside :class:`flax.linen.RNN` (which scans the cell with
+:func:`flax.linen.scan`) the collection is not threaded through the loop: use
+:class:`lvf_jax.layers.Recurrent` when you need the terms.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import jax
+import jax.numpy as jnp
+from flax import linen as nn
+
+COLLECTION = "losses"
+
+
+def _overwrite(prev, new):
+  del prev
+  return new
+
+
+def _zero():
+  return 0.0
+
+
+def sow_loss(module: nn.Module, name: str, value: Any) -> bool:
+  """Records the scalar ``value`` as regularisation term ``name`` of ``module``.
+
+  Returns ``True`` if the ``'losses'`` collection is mutable (the value was recorded).
+  """
+  return module.sow(COLLECTION, name, value, reduce_fn=_overwrite, init_fn=_zero)
+
+
+def regularization_terms(variables: Mapping[str, Any]) -> dict[str, Any]:
+  """Flat ``{'path/to/cell/name': value}`` of every sown term.
+
+  Args:
+    variables: the mutated state returned by ``apply(..., mutable=['losses'])`` (or a
+      dict holding a ``'losses'`` entry), or the ``'losses'`` collection itself.
+  """
+  losses = variables.get(COLLECTION, variables) if hasattr(variables, "get") else variables
+  flat = jax.tree_util.tree_flatten_with_path(losses)[0]
+  out = {}
+  for path, leaf in flat:
+    key = "/".join(str(getattr(p, "key", getattr(p, "idx", p))) for p in path)
+    out[key] = leaf
+  return out
+
+
+def regularization_loss(variables: Mapping[str, Any], dtype: Any = jnp.float32) -> jax.Array:
+  """Sum of every regularisation term sown into ``'losses'`` (0 if none).
+
+  Differentiable w.r.t. the parameters when computed inside the function being
+  differentiated (the terms are functions of the parameters).
+  """
+  total = jnp.zeros((), dtype)
+  for leaf in regularization_terms(variables).values():
+    total = total + jnp.sum(jnp.asarray(leaf)).astype(dtype)
+  return total
+
+
+# Short alias matching the wording of the design notes.
+collect_regularizers = regularization_terms

@@ -1,0 +1,296 @@
+"""Stacked recurrent networks, task heads, parameter counting and parameter budgets.
+
+Heads (all built on :class:`StackedRecurrent`, any mix of cells):
+
+* :class:`SequenceClassifier` -- last-state classifier ((p)sMNIST, CIFAR-10, adding with
+  ``num_outputs=1``): logits from the last *valid* step of the top layer.
+* :class:`SequencePredictor` -- per-step predictor: language model (``vocab_size`` set:
+  integer tokens are embedded; outputs are next-token logits), polyphonic music (88
+  logits, use a sigmoid / binary cross-entropy loss), regression (TIMIT, raw outputs),
+  copy / denoise (per-step logits).
+
+Regularisation terms of the cells are collected as described in
+:mod:`lvf_jax.layers.regularization`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional, Sequence, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import linen as nn
+
+from lvf_jax import cells as cells_lib
+from lvf_jax.layers import Recurrent
+
+Array = jnp.ndarray
+
+
+class StackedRecurrent(nn.Module):
+  """Several :class:`~lvf_jax.layers.Recurrent` layers with dropout between them.
+
+  Attributes:
+    cells: one cell per layer (bottom first); each runs in its own ``Recurrent`` layer
+      ``layer_<i>`` (parameters under ``layer_<i>/cell``).
+    dropout_rate: dropout on the inputs of layers ``1..L-1`` (between layers), active
+      when ``deterministic=False`` (needs a ``'dropout'`` PRNG stream).
+    unroll, checkpoint: passed to every ``Recurrent``.
+  """
+
+  cells: Sequence[nn.Module]
+  dropout_rate: float = 0.0
+  unroll: int = 1
+  checkpoint: bool = False
+
+  @nn.compact
+  def __call__(self, x: Array, *, seq_lengths: Optional[Array] = None,
+               initial_carries: Optional[Sequence[Any]] = None, deterministic: bool = True,
+               return_carries: bool = False):
+    """Returns the top layer's outputs ``(batch, time, n_L)`` (and the list of carries)."""
+    if not 0.0 <= self.dropout_rate < 1.0:
+      raise ValueError(
+          f"StackedRecurrent: argument 'dropout_rate' must lie in [0, 1); got {self.dropout_rate}.")
+    if initial_carries is not None and len(initial_carries) != len(self.cells):
+      raise ValueError(
+          f"StackedRecurrent: argument 'initial_carries' must have one entry per layer "
+          f"({len(self.cells)}); got {len(initial_carries)}.")
+    carries = []
+    for i, cell in enumerate(self.cells):
+      if i > 0 and self.dropout_rate > 0:
+        x = nn.Dropout(self.dropout_rate)(x, deterministic=deterministic)
+      layer = Recurrent(cell.clone(parent=None, name=None), return_carry=True,
+                        unroll=self.unroll, checkpoint=self.checkpoint, name=f"layer_{i}")
+      carry, x = layer(x, seq_lengths=seq_lengths,
+                       initial_carry=None if initial_carries is None else initial_carries[i])
+      carries.append(carry)
+    return (x, carries) if return_carries else x
+
+
+def last_valid(y: Array, seq_lengths: Optional[Array]) -> Array:
+  """``y[b, seq_lengths[b] - 1]`` of batch-major ``(batch, time, k)`` outputs (last step if None)."""
+  if seq_lengths is None:
+    return y[:, -1]
+  idx = jnp.asarray(seq_lengths).astype(jnp.int32) - 1
+  return jnp.take_along_axis(y, idx[:, None, None], axis=1)[:, 0]
+
+
+class _Embedded(nn.Module):
+  """Optional token embedding in front of a stack (shared by the heads)."""
+
+  vocab_size: Optional[int] = None
+  embed_dim: Optional[int] = None
+
+  @nn.compact
+  def __call__(self, x: Array) -> Array:
+    if self.vocab_size is None:
+      return x
+    if not jnp.issubdtype(jnp.asarray(x).dtype, jnp.integer):
+      raise ValueError(
+          f"SequenceModel: with vocab_size={self.vocab_size} the inputs must be integer "
+          f"tokens (batch, time); got dtype {jnp.asarray(x).dtype}.")
+    return nn.Embed(self.vocab_size, self.embed_dim or self.vocab_size, name="embed")(x)
+
+
+class SequenceClassifier(nn.Module):
+  """Last-state classifier: ``Dense(num_outputs)`` of the top layer at the last valid step.
+
+  Attributes:
+    cells: one cell per layer.
+    num_outputs: number of classes (logits) or regression outputs.
+    dropout_rate: dropout between layers and before the head.
+    vocab_size, embed_dim: optional token embedding of integer inputs.
+  """
+
+  cells: Sequence[nn.Module]
+  num_outputs: int
+  dropout_rate: float = 0.0
+  vocab_size: Optional[int] = None
+  embed_dim: Optional[int] = None
+  unroll: int = 1
+  checkpoint: bool = False
+
+  @nn.compact
+  def __call__(self, x: Array, *, seq_lengths: Optional[Array] = None,
+               deterministic: bool = True) -> Array:
+    x = _Embedded(self.vocab_size, self.embed_dim, name="embedding")(x)
+    y = StackedRecurrent(self.cells, self.dropout_rate, self.unroll, self.checkpoint,
+                         name="rnn")(x, seq_lengths=seq_lengths, deterministic=deterministic)
+    h = last_valid(y, seq_lengths)
+    if self.dropout_rate > 0:
+      h = nn.Dropout(self.dropout_rate)(h, deterministic=deterministic)
+    return nn.Dense(self.num_outputs, dtype=h.dtype, name="head")(h)
+
+
+class SequencePredictor(nn.Module):
+  """Per-step predictor: ``Dense(num_outputs)`` of the top layer at every step.
+
+  Language model: set ``vocab_size`` (integer inputs are embedded) and
+  ``num_outputs = vocab_size``; music: ``num_outputs = 88`` logits for a sigmoid
+  (multi-label) loss; regression: raw outputs. For truncated BPTT pass the previous
+  chunk's carries as ``initial_carries`` and use ``return_carries=True``.
+
+  Attributes:
+    cells, num_outputs, dropout_rate, vocab_size, embed_dim: as :class:`SequenceClassifier`.
+  """
+
+  cells: Sequence[nn.Module]
+  num_outputs: int
+  dropout_rate: float = 0.0
+  vocab_size: Optional[int] = None
+  embed_dim: Optional[int] = None
+  unroll: int = 1
+  checkpoint: bool = False
+
+  @nn.compact
+  def __call__(self, x: Array, *, seq_lengths: Optional[Array] = None,
+               initial_carries: Optional[Sequence[Any]] = None, deterministic: bool = True,
+               return_carries: bool = False):
+    x = _Embedded(self.vocab_size, self.embed_dim, name="embedding")(x)
+    y, carries = StackedRecurrent(self.cells, self.dropout_rate, self.unroll, self.checkpoint,
+                                  name="rnn")(x, seq_lengths=seq_lengths,
+                                              initial_carries=initial_carries,
+                                              deterministic=deterministic, return_carries=True)
+    if self.dropout_rate > 0:
+      y = nn.Dropout(self.dropout_rate)(y, deterministic=deterministic)
+    out = nn.Dense(self.num_outputs, dtype=y.dtype, name="head")(y)
+    return (out, carries) if return_carries else out
+
+
+# ------------------------------------------------------------------ parameter counts
+
+_MANIFOLD_PREFIXES = ("skew", "orthogonal")
+_TRIANGLE_NAMES = ("vector_field", "triangular")
+
+
+def _effective_size(name: str, shape: tuple[int, ...]) -> int:
+  size = int(np.prod(shape)) if shape else 1
+  square = len(shape) == 2 and shape[0] == shape[1]
+  if square and (name.startswith(_MANIFOLD_PREFIXES) or name in _TRIANGLE_NAMES):
+    n = shape[0]
+    return n * (n - 1) // 2
+  return size
+
+
+def count_params(params: Any, effective: bool = False) -> int:
+  """Number of trainable parameters (the ``'params'`` collection).
+
+  Args:
+    params: a parameter pytree, or a variables dict holding ``'params'`` (other
+      collections such as ``'dtriv'`` or ``'losses'`` are not trainable and not counted).
+      Shape-only leaves (``jax.ShapeDtypeStruct``) are fine.
+    effective: count degrees of freedom as the papers do: an ``n x n`` parameter named
+      ``skew*`` / ``orthogonal*`` (a point of Skew(n) / SO(n)), ``vector_field`` (lvfRNN:
+      ``D_V`` depends on ``V^T - V`` only) or ``triangular`` (nnRNN's strictly-lower ``T``)
+      counts ``n (n - 1) / 2``.
+  """
+  if hasattr(params, "get") and "params" in params:
+    params = params["params"]
+  total = 0
+  for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
+    shape = tuple(np.shape(leaf))
+    name = str(getattr(path[-1], "key", "")) if path else ""
+    total += _effective_size(name, shape) if effective else int(np.prod(shape))
+  return total
+
+
+ModelFn = Callable[[int], nn.Module]
+
+
+def default_model_fn(name: str, output_size: int, *, num_layers: int = 1,
+                     head: str = "predictor", vocab_size: Optional[int] = None,
+                     embed_dim: Optional[int] = None,
+                     cell_kwargs: Optional[dict] = None) -> ModelFn:
+  """``hidden -> model`` with ``num_layers`` cells ``name`` and a predictor/classifier head."""
+  if head not in ("predictor", "classifier"):
+    raise ValueError(
+        f"default_model_fn: argument 'head' must be 'predictor' or 'classifier'; got {head!r}.")
+  kw = dict(cell_kwargs or {})
+  cls = SequencePredictor if head == "predictor" else SequenceClassifier
+
+  def fn(hidden: int) -> nn.Module:
+    cells = [cells_lib.make_cell(name, hidden, **kw) for _ in range(num_layers)]
+    return cls(cells, output_size, vocab_size=vocab_size, embed_dim=embed_dim)
+
+  return fn
+
+
+def params_for_hidden(model_fn: ModelFn, hidden: int, input_size: int, *,
+                      vocab_size: Optional[int] = None, effective: bool = True) -> int:
+  """Parameter count of ``model_fn(hidden)`` (shape-only ``jax.eval_shape`` of ``init``)."""
+  model = model_fn(hidden)
+  if vocab_size is None:
+    x = jax.ShapeDtypeStruct((1, 2, input_size), jnp.float32)
+  else:
+    x = jax.ShapeDtypeStruct((1, 2), jnp.int32)
+  variables = jax.eval_shape(lambda k, x: model.init(k, x), jax.random.key(0), x)
+  return count_params(variables, effective=effective)
+
+
+def hidden_for_budget(model_fn_or_name: Union[str, ModelFn], budget: int, input_size: int,
+                      output_size: Optional[int] = None, *, num_layers: int = 1,
+                      head: str = "predictor", vocab_size: Optional[int] = None,
+                      embed_dim: Optional[int] = None, cell_kwargs: Optional[dict] = None,
+                      effective: bool = True, multiple_of: Optional[int] = None,
+                      max_hidden: int = 1 << 16) -> int:
+  """Largest hidden size whose model has at most ``budget`` trainable parameters.
+
+  Args:
+    model_fn_or_name: ``hidden -> flax Module`` (called with a batch-major input
+      ``(batch, time, input_size)``, or integer tokens when ``vocab_size`` is set), or a
+      cell name of :data:`lvf_jax.cells.CELLS` (then ``output_size`` is required and the
+      model is :func:`default_model_fn`).
+    budget: the parameter budget.
+    input_size: input features (ignored with ``vocab_size``).
+    output_size: head outputs (for a cell name).
+    num_layers, head, vocab_size, embed_dim, cell_kwargs: for a cell name.
+    effective: count as :func:`count_params` with ``effective`` (the papers' convention).
+    multiple_of: only hidden sizes divisible by this (default 2 for ``'nnrnn'``, else 1).
+    max_hidden: search limit.
+
+  Returns:
+    the hidden size (the count is non-decreasing in it, so this is the size whose count
+    is closest to the budget without exceeding it).
+  """
+  if isinstance(model_fn_or_name, str):
+    name = model_fn_or_name
+    if output_size is None:
+      raise ValueError("hidden_for_budget: argument 'output_size' is required with a cell name.")
+    model_fn = default_model_fn(name, output_size, num_layers=num_layers, head=head,
+                                vocab_size=vocab_size, embed_dim=embed_dim,
+                                cell_kwargs=cell_kwargs)
+    if multiple_of is None:
+      multiple_of = 2 if name == "nnrnn" else 1
+  else:
+    model_fn = model_fn_or_name
+  step = multiple_of or 1
+  lo = 2 if step == 1 else step  # n >= 2 (lvfRNN); multiples of `step`
+  if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget <= 0:
+    raise ValueError(f"hidden_for_budget: argument 'budget' must be a positive int; got {budget!r}.")
+
+  def count(k: int) -> int:  # k indexes hidden = k * step
+    return params_for_hidden(model_fn, k * step, input_size, vocab_size=vocab_size,
+                             effective=effective)
+
+  k_lo = max(1, math.ceil(lo / step))
+  c_lo = count(k_lo)
+  if c_lo > budget:
+    raise ValueError(
+        f"hidden_for_budget: budget {budget} is below the smallest model "
+        f"({c_lo} parameters at hidden={k_lo * step}).")
+  k_hi = k_lo
+  while count(k_hi * 2) <= budget:  # exponential search for an upper bracket
+    k_hi *= 2
+    if k_hi * step > max_hidden:
+      raise ValueError(f"hidden_for_budget: no hidden size <= max_hidden={max_hidden} "
+                       f"exhausts the budget {budget}.")
+  lo_k, hi_k = k_hi, k_hi * 2  # count(lo_k) <= budget < count(hi_k)
+  while hi_k - lo_k > 1:
+    mid = (lo_k + hi_k) // 2
+    if count(mid) <= budget:
+      lo_k = mid
+    else:
+      hi_k = mid
+  return lo_k * step

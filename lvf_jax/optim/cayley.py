@@ -1,0 +1,262 @@
+"""Riemannian scaled-Cayley updates of an orthogonal matrix: scoRNN and NC-GRU.
+
+The parameter *is* the orthogonal matrix ``W`` (column form, named ``orthogonal*``); the
+transform keeps the skew matrix ``A`` with ``W = (I + A)^{-1} (I - A) D`` and an inner
+optimiser acting on ``A`` in its state, and returns ``updates = W_new - W``. Both
+transforms must therefore be the **last** transform of their chain (put gradient clipping
+etc. *before* them) and need ``params``.
+
+One update, given ``G = dL/dW`` (whatever the preceding transforms produced):
+
+1. ``V = Ainv^T G (D + W^T)`` with ``Ainv = (I + A)^{-1}`` (scoRNN Thm 3.2; NC-GRU eq 6 and
+   Alg. 1 line 4), ``dL/dA = V^T - V`` (eq 5);
+2. ``u = inner(dL/dA)``, ``A_new = A + u`` (the paper's ``dA = -u``; Alg. 1 lines 5-6);
+3. ``Ainv_new = (I + A_new)^{-1}``: exactly (:func:`scornn`) or by the truncated Neumann
+   series ``sum_i (Ainv dA)^i Ainv`` (:func:`neumann_cayley`; NC-GRU eqs 16-18, Alg. 1
+   line 7) applied to the *actual* inner step ``dA = A - A_new``;
+4. ``W_new = Ainv_new (I - A_new) D`` (Alg. 1 line 8).
+
+The state keeps ``Ainv`` so scoRNN needs one LU inverse per update (not two).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from lvf_jax import geometry
+from lvf_jax.optim import _common
+
+Array = jnp.ndarray
+
+
+class ScoRNNState(NamedTuple):
+  """State of :func:`scornn`.
+
+  Attributes:
+    count: number of updates so far (int32).
+    skew: tree of skew ``A`` with ``W = (I + A)^{-1} (I - A) D`` (same structure as params).
+    inverse: tree of ``(I + A)^{-1}``.
+    inner_state: state of the inner optimiser acting on ``skew``.
+  """
+  count: Array
+  skew: Any
+  inverse: Any
+  inner_state: optax.OptState
+
+
+class NeumannCayleyState(NamedTuple):
+  """State of :func:`neumann_cayley` (fields of :class:`ScoRNNState` plus diagnostics).
+
+  Attributes:
+    residual_norm: tree of scalars, ``||Ainv dA||_F`` of the last update (maximum over
+      leading batch dimensions): the quantity of NC-GRU's validity condition (Fig. 8).
+    num_resets: tree of int32, exact inverses computed so far (scheduled or forced).
+    num_invalid: tree of int32, resets forced by the validity check.
+  """
+  count: Array
+  skew: Any
+  inverse: Any
+  inner_state: optax.OptState
+  residual_norm: Any
+  num_resets: Any
+  num_invalid: Any
+
+
+def _init_leaf(fn: str, w: Array, rho: Any) -> tuple[Array, Array]:
+  n = w.shape[-1]
+  d = _common.scaling_diagonal(fn, rho, n, w.dtype)
+  # A = (I + W D)^{-1} (I - W D) inverts W = (I + A)^{-1} (I - A) D; symmetrise the rounding.
+  a = _common.skew_part(geometry.cayley(_common.scale_columns(_common.gather_matrix(w), d)))
+  inv = geometry.cayley_inverse(a)
+  return _common.shard_like(a, w), _common.shard_like(inv, w)
+
+
+def _skew_gradient(g: Array, w: Array, inv: Array, d: Array) -> Array:
+  """``V^T - V`` with ``V = Ainv^T G (D + W^T)`` (scoRNN eq 5-6; NC-GRU Alg. 1 line 4)."""
+  g = g.astype(w.dtype)
+  v = _common.transpose(inv) @ (g @ _common.transpose(w) + _common.scale_columns(g, d))
+  return _common.transpose(v) - v
+
+
+def _weight(inv: Array, a: Array, d: Array) -> Array:
+  """``W = Ainv (I - A) D`` (Alg. 1 line 8)."""
+  return _common.scale_columns(inv - inv @ a, d)
+
+
+def _neumann_series(x: Array, inv: Array, order: int) -> Array:
+  """``(I + X + ... + X^order) Ainv`` in Horner form from the product ``X = Ainv dA``.
+
+  Same as :func:`lvf_jax.geometry.neumann_inverse_update`, which recomputes ``X``; here
+  ``X`` is already needed for the validity check, so one product is saved.
+  """
+  series = _common.eye_like(x) + x
+  for _ in range(order - 1):
+    series = _common.eye_like(x) + x @ series
+  return series @ inv
+
+
+def _neumann_leaf(a_new: Array, inv: Array, delta: Array, order: Any, force: Array,
+                  threshold: Any) -> tuple[Array, Array, Array, Array]:
+  x = geometry.neumann_product(inv, delta)
+  norms = jnp.sqrt(jnp.sum(jnp.square(x), axis=(-2, -1)))
+  norm = jnp.max(norms) if norms.ndim else norms
+  invalid = norm >= jnp.asarray(threshold, norm.dtype)
+  reset = jnp.logical_or(force, invalid)
+
+  def approx():
+    if _common.is_concrete(order):
+      return _neumann_series(x, inv, int(order))
+    branches = [lambda k=k: _neumann_series(x, inv, k) for k in geometry.NEUMANN_ORDERS]
+    return jax.lax.switch(jnp.clip(jnp.asarray(order, jnp.int32) - 1, 0, 2), branches)
+
+  new_inv = jax.lax.cond(reset, lambda: geometry.cayley_inverse(a_new), approx)
+  return new_inv, norm, reset, invalid
+
+
+def _cayley_transform(fn: str, inner: Any, rho: Any, *, neumann: bool, order: Any = 2,
+                      reset_every: Any = None, threshold: Any = 0.5
+                      ) -> optax.GradientTransformationExtraArgs:
+  inner = _common.check_transformation(fn, "inner", inner)
+  _common.check_int(fn, "rho", rho, minimum=0)
+  if neumann:
+    if _common.is_concrete(order):
+      v = _common.concrete_number(order)
+      if isinstance(order, bool) or v is None or v not in geometry.NEUMANN_ORDERS:
+        raise ValueError(
+            f"{fn}: argument 'order' must be one of {geometry.NEUMANN_ORDERS}; got {order!r}.")
+    _common.check_int(fn, "reset_every", reset_every, minimum=0, allow_none=True)
+    _common.check_in_range(fn, "threshold", threshold, 0.0, 1.0)
+
+  def init_fn(params):
+    leaves = _common.check_square_leaves(fn, params)
+    treedef = jax.tree.structure(params)
+    pairs = [_init_leaf(fn, w, rho) for w in leaves]
+    skew = treedef.unflatten([a for a, _ in pairs])
+    inverse = treedef.unflatten([inv for _, inv in pairs])
+    count = _common.zero_count(params)
+    inner_state = inner.init(skew)
+    if not neumann:
+      return ScoRNNState(count, skew, inverse, inner_state)
+    zeros_f = treedef.unflatten([jnp.zeros([], w.dtype) for w in leaves])
+    zeros_i = treedef.unflatten([jnp.zeros([], jnp.int32) for _ in leaves])
+    return NeumannCayleyState(count, skew, inverse, inner_state, zeros_f, zeros_i, zeros_i)
+
+  def update_fn(updates, state, params=None, **extra_args):
+    _common.require_params(fn, params)
+    w_leaves = _common.check_square_leaves(fn, params)
+    _common.check_same_structure(fn, ("updates", "params"), updates, params)
+    treedef = jax.tree.structure(params)
+    gather = _common.gather_matrix
+    g_leaves = [gather(g) for g in treedef.flatten_up_to(updates)]
+    a_leaves = [gather(a) for a in treedef.flatten_up_to(state.skew)]
+    inv_leaves = [gather(inv) for inv in treedef.flatten_up_to(state.inverse)]
+    w_shard, w_leaves = w_leaves, [gather(w) for w in w_leaves]
+    diags = [_common.scaling_diagonal(fn, rho, w.shape[-1], w.dtype) for w in w_leaves]
+
+    grads = [_common.shard_like(_skew_gradient(g, w, inv, d), ref)
+             for g, w, inv, d, ref in zip(g_leaves, w_leaves, inv_leaves, diags, w_shard)]
+    steps, inner_state = inner.update(
+        treedef.unflatten(grads), state.inner_state, state.skew, **extra_args)
+    step_leaves = [gather(u) for u in treedef.flatten_up_to(steps)]
+
+    force = _common.every_k(state.count, reset_every) if neumann else None
+    new_a, new_inv, norms, resets, invalids, out = [], [], [], [], [], []
+    for w, a, inv, u, d, ref in zip(w_leaves, a_leaves, inv_leaves, step_leaves, diags,
+                                    w_shard):
+      a_next = a + _common.skew_part(u.astype(a.dtype))
+      if neumann:
+        delta = a - a_next  # the actual step dA (A_new = A - dA), whatever `inner` is
+        inv_next, norm, reset, invalid = _neumann_leaf(
+            a_next, inv, delta, order, force, threshold)
+        norms.append(norm)
+        resets.append(reset.astype(jnp.int32))
+        invalids.append(invalid.astype(jnp.int32))
+      else:
+        inv_next = geometry.cayley_inverse(a_next)
+      new_a.append(_common.shard_like(a_next, ref))
+      new_inv.append(_common.shard_like(inv_next, ref))
+      out.append(_common.shard_like((_weight(inv_next, a_next, d) - w).astype(w.dtype), ref))
+
+    count = optax.safe_increment(state.count)
+    skew = treedef.unflatten(new_a)
+    inverse = treedef.unflatten(new_inv)
+    updates = treedef.unflatten(out)
+    if not neumann:
+      return updates, ScoRNNState(count, skew, inverse, inner_state)
+    num_resets = jax.tree.map(lambda c, r: c + r, state.num_resets, treedef.unflatten(resets))
+    num_invalid = jax.tree.map(lambda c, r: c + r, state.num_invalid,
+                               treedef.unflatten(invalids))
+    return updates, NeumannCayleyState(count, skew, inverse, inner_state,
+                                       treedef.unflatten(norms), num_resets, num_invalid)
+
+  return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+
+
+def scornn(inner: optax.GradientTransformation, rho: int
+           ) -> optax.GradientTransformationExtraArgs:
+  r"""scoRNN's Riemannian update of orthogonal matrices (Helfrich et al. 2018, eqs 3-6).
+
+  The parameter is ``W = (I + A)^{-1} (I - A) D`` itself (column form, ``D = diag(+1 x
+  (n - rho), -1 x rho)`` scaling the columns). The state holds ``A`` and ``(I + A)^{-1}``;
+  the gradient ``G = dL/dW`` is turned into ``dL/dA = V^T - V``,
+  ``V = (I + A)^{-T} G (D + W^T)``, which ``inner`` (any elementwise optax optimiser, e.g.
+  ``optax.rmsprop(1e-4)``; it keeps ``A`` skew) turns into a step on ``A``; then
+  ``W_new = (I + A_new)^{-1} (I - A_new) D`` with an exact inverse (one LU per update).
+
+  This is the same trajectory as autodiff through the scaled Cayley map of a cell whose
+  parameter is the upper triangle of ``A`` (e.g. ``ScoRNNCell(orthogonal_param='skew')``)
+  with the same ``inner`` optimiser.
+
+  Must be the **last** transform of its chain: it returns ``updates = W_new - W`` and needs
+  ``params``; every leaf it sees must be a square ``(..., n, n)`` orthogonal matrix (use
+  ``optax.partition`` with :func:`lvf_jax.optim.param_labels`). ``W`` at ``init`` must be
+  a scaled Cayley image for the same ``rho`` (``W D`` without eigenvalue -1), e.g.
+  initialised by ``geometry.scaled_cayley(A_0, rho)``.
+
+  Args:
+    inner: optax optimiser acting on ``A`` (it receives ``dL/dA`` and returns the step).
+    rho: number of ``-1`` entries of ``D``, an int in ``[0, n]`` for every leaf (may be a
+      traced int under ``optax.inject_hyperparams``).
+
+  Returns:
+    An ``optax.GradientTransformationExtraArgs`` with state :class:`ScoRNNState`.
+  """
+  return _cayley_transform("scornn", inner, rho, neumann=False)
+
+
+def neumann_cayley(inner: optax.GradientTransformation, rho: int, *, order: int = 2,
+                   reset_every: Optional[int] = 100, threshold: float = 0.5
+                   ) -> optax.GradientTransformationExtraArgs:
+  r"""NC-GRU's Neumann-Cayley update of orthogonal matrices (Mucllari et al., Alg. 1).
+
+  As :func:`scornn`, but ``(I + A)^{-1}`` is carried in the state and updated by the
+  truncated Neumann series (eq 18)
+
+  ``Ainv_new = (I + X + ... + X^order) Ainv``,  ``X = Ainv dA``,  ``dA = A - A_new``,
+
+  where ``dA`` is the step the inner optimiser *actually* took (the reference code assumes
+  plain SGD while using Adam). The inverse is recomputed exactly (LU) on every
+  ``reset_every``-th update and whenever the series' validity condition
+  ``||Ainv dA|| < 1`` is in doubt: ``||X||_F >= threshold`` (the Frobenius norm bounds the
+  spectral norm from above). With leading batch dimensions, one violation resets the whole
+  leaf. The exact reset is also what cancels the accumulated float32 drift.
+
+  Must be the **last** transform of its chain (returns ``W_new - W``; needs ``params``).
+
+  Args:
+    inner: optax optimiser acting on ``A``.
+    rho: number of ``-1`` entries of ``D`` (int in ``[0, n]``).
+    order: number of series terms after the identity, 1, 2 (Alg. 1) or 3.
+    reset_every: exact inverse every this many updates (``None`` or 0: only on the
+      validity check). The paper resets every epoch or every 20-100 iterations.
+    threshold: reset when ``||Ainv dA||_F >= threshold``, in ``(0, 1]``.
+
+  Returns:
+    An ``optax.GradientTransformationExtraArgs`` with state :class:`NeumannCayleyState`.
+  """
+  return _cayley_transform("neumann_cayley", inner, rho, neumann=True, order=order,
+                           reset_every=reset_every, threshold=threshold)

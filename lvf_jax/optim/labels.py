@@ -1,0 +1,59 @@
+"""Parameter labels for ``optax.partition``, from the lvf_jax naming convention.
+
+Every lvf_jax model names its structured parameters (see ``docs/ARCHITECTURE.md``):
+
+* ``orthogonal`` / ``orthogonal_<suffix>``: an orthogonal matrix stored directly (column
+  form), trained by a Riemannian transform -> label ``'orthogonal'``;
+* ``skew`` / ``skew_<suffix>``: a trivialised generator mapped by expm / Cayley every
+  forward pass, trained by a Euclidean optimiser (expRNN uses ``lr / 10``) -> ``'skew'``;
+* ``vector_field`` / ``vector_field_<suffix>``: an lvfRNN vector field -> ``'vector_field'``;
+* anything else -> ``'default'``.
+
+The label is decided by the innermost dictionary key of a leaf's path (so metadata boxes
+such as ``nn.Partitioned`` are looked through).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import jax
+
+ORTHOGONAL = "orthogonal"
+SKEW = "skew"
+VECTOR_FIELD = "vector_field"
+DEFAULT = "default"
+LABELS = (ORTHOGONAL, SKEW, VECTOR_FIELD, DEFAULT)
+
+_PREFIXES = (ORTHOGONAL, SKEW, VECTOR_FIELD)
+
+
+def label_for_name(name: Any) -> str:
+  """The label of a parameter called ``name`` (``'orthogonal_c'`` -> ``'orthogonal'``)."""
+  if isinstance(name, str):
+    for prefix in _PREFIXES:
+      if name == prefix or name.startswith(prefix + "_"):
+        return prefix
+  return DEFAULT
+
+
+def _leaf_name(path) -> Optional[Any]:
+  for key in reversed(tuple(path)):
+    if isinstance(key, jax.tree_util.DictKey):
+      return key.key
+  for key in reversed(tuple(path)):
+    if isinstance(key, jax.tree_util.GetAttrKey):
+      return key.name
+  return None
+
+
+def param_labels(params: Any) -> Any:
+  """Tree of labels (``'orthogonal' | 'skew' | 'vector_field' | 'default'``) for ``params``.
+
+  Usable directly as ``optax.partition(transforms, param_labels)``::
+
+    tx = optax.partition({'orthogonal': lvf_jax.optim.scornn(optax.rmsprop(1e-4), rho=4),
+                          'skew': optax.rmsprop(1e-4), 'vector_field': optax.adam(1e-3),
+                          'default': optax.adam(1e-3)}, lvf_jax.optim.param_labels)
+  """
+  return jax.tree_util.tree_map_with_path(lambda p, _: label_for_name(_leaf_name(p)), params)

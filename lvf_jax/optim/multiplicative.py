@@ -1,0 +1,132 @@
+"""Multiplicative Cayley step of full-capacity uRNN, and periodic re-orthonormalisation."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from lvf_jax.optim import _common
+
+Array = jnp.ndarray
+
+
+class MultiplicativeCayleyState(NamedTuple):
+  """State of :func:`multiplicative_cayley`: ``count`` (int32), the number of updates."""
+  count: Array
+
+
+class ReorthonormalizeState(NamedTuple):
+  """State of :func:`reorthonormalize`: ``count`` (int32), the number of updates."""
+  count: Array
+
+
+def _maybe_orthonormalize(due: Array, w_new: Array, method: str) -> Array:
+  return jax.lax.cond(due, lambda: _common.orthonormalize(w_new, method), lambda: w_new)
+
+
+def multiplicative_cayley(learning_rate: Any, *, reorthonormalize_every: Optional[int] = None,
+                          method: str = "polar") -> optax.GradientTransformationExtraArgs:
+  r"""Full-capacity multiplicative Cayley step (Wisdom et al. 2016, eqs 9-10; Tagare 2011).
+
+  With ``G`` the incoming gradient of ``W`` (column form), ``A = G W^T - W G^T`` (skew) and
+
+  ``W_new = (I + lr/2 A)^{-1} (I - lr/2 A) W``,
+
+  a descent step along the Riemannian gradient ``G - W G^T W`` (canonical metric) that
+  stays exactly on the orthogonal group in exact arithmetic. In float32 the rounding of each
+  step accumulates, so ``reorthonormalize_every`` projects ``W_new`` back (polar or QR)
+  every so many updates.
+
+  ``G`` is whatever the preceding transforms produced: chain e.g.
+  ``optax.clip_by_global_norm`` or ``optax.scale_by_rms()`` *before* it (as a
+  preconditioner), but not a negative scaling by the learning rate.
+
+  Must be the **last** transform of its chain: it returns ``updates = W_new - W`` and needs
+  ``params``; every leaf it sees must be a square ``(..., n, n)`` orthogonal matrix.
+
+  Args:
+    learning_rate: step size ``lr > 0`` or an optax schedule of the update count
+      (injectable with ``optax.inject_hyperparams``).
+    reorthonormalize_every: project ``W_new`` onto the orthogonal group every this many
+      updates (``None`` or 0: never).
+    method: ``'polar'`` (SVD, the nearest orthogonal matrix) or ``'qr'``.
+  """
+  fn = "multiplicative_cayley"
+  _common.check_learning_rate(fn, learning_rate)
+  _common.check_int(fn, "reorthonormalize_every", reorthonormalize_every, minimum=0,
+                    allow_none=True)
+  _common.check_choice(fn, "method", method, _common.ORTHONORMALIZE_METHODS)
+
+  def init_fn(params):
+    _common.check_square_leaves(fn, params)
+    return MultiplicativeCayleyState(count=_common.zero_count(params))
+
+  def update_fn(updates, state, params=None, **extra_args):
+    del extra_args
+    _common.require_params(fn, params)
+    _common.check_square_leaves(fn, params)
+    _common.check_same_structure(fn, ("updates", "params"), updates, params)
+    lr = learning_rate(state.count) if callable(learning_rate) else learning_rate
+    due = _common.every_k(state.count, reorthonormalize_every)
+
+    def step(g, ref):
+      w = _common.gather_matrix(ref)
+      g = _common.gather_matrix(g).astype(w.dtype)
+      a = g @ _common.transpose(w) - w @ _common.transpose(g)
+      half = jnp.asarray(lr, w.dtype) * 0.5 * a
+      eye = _common.eye_like(w)
+      w_new = jnp.linalg.solve(eye + half, w - half @ w)
+      return _common.shard_like(
+          (_maybe_orthonormalize(due, w_new, method) - w).astype(w.dtype), ref)
+
+    return jax.tree.map(step, updates, params), MultiplicativeCayleyState(
+        optax.safe_increment(state.count))
+
+  return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+
+
+def reorthonormalize(every: int, method: str = "polar") -> optax.GradientTransformationExtraArgs:
+  """Projects ``W + updates`` onto the orthogonal group every ``every`` updates.
+
+  Chain it *after* any transform whose updates should keep ``W`` orthogonal (e.g. after
+  :func:`lvf_jax.optim.neumann_cayley`, or after a Euclidean optimiser for a cheap
+  projected-gradient method): on the due updates it returns
+  ``orthonormalize(W + updates) - W``, otherwise ``updates`` unchanged. Must be the **last**
+  transform of its chain and needs ``params``.
+
+  Args:
+    every: period in updates, an int >= 1.
+    method: ``'polar'`` (SVD) or ``'qr'`` (sign-fixed).
+  """
+  fn = "reorthonormalize"
+  _common.check_int(fn, "every", every, minimum=1)
+  _common.check_choice(fn, "method", method, _common.ORTHONORMALIZE_METHODS)
+
+  def init_fn(params):
+    _common.check_square_leaves(fn, params)
+    return ReorthonormalizeState(count=_common.zero_count(params))
+
+  def update_fn(updates, state, params=None, **extra_args):
+    del extra_args
+    _common.require_params(fn, params)
+    _common.check_square_leaves(fn, params)
+    _common.check_same_structure(fn, ("updates", "params"), updates, params)
+    due = _common.every_k(state.count, every)
+
+    def step(u, ref):
+      u = u.astype(ref.dtype)
+
+      def project():
+        w = _common.gather_matrix(ref)
+        w_new = _common.orthonormalize(w + _common.gather_matrix(u), method)
+        return _common.shard_like((w_new - w).astype(w.dtype), u)
+
+      return jax.lax.cond(due, project, lambda: u)
+
+    return jax.tree.map(step, updates, params), ReorthonormalizeState(
+        optax.safe_increment(state.count))
+
+  return optax.GradientTransformationExtraArgs(init_fn, update_fn)

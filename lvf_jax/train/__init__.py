@@ -1,0 +1,14 @@
+"""Training: ``train_and_evaluate(config, workdir)``, checkpoints, metrics, the CLI.
+
+See ``docs/ARCHITECTURE.md`` for how a batch flows from a task through the model, the
+loss (plus the cells' regularisation terms) and the partitioned optimiser.
+"""
+
+from lvf_jax.train.builders import build_model, build_optimizer, build_pipeline
+from lvf_jax.train.config import base_config, validate_config
+from lvf_jax.train.loop import NonFiniteLossError, train_and_evaluate
+
+__all__ = [
+    "NonFiniteLossError", "base_config", "build_model", "build_optimizer", "build_pipeline",
+    "train_and_evaluate", "validate_config",
+]

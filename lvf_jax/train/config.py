@@ -1,0 +1,125 @@
+"""The training config (``ml_collections.ConfigDict``) and its validation.
+
+A config has four sections::
+
+  config.task   name + options of the task (e.g. ``name='copy'``, ``options={'T': 200}``)
+  config.model  name (a key of ``lvf_jax.cells.CELLS``), hidden, num_layers, dropout, and
+                ``cell``: keyword arguments of the cell (tau, rho, integrator, ...)
+  config.optim  the fields of ``lvf_jax.optim.make_optimizer`` (+ ``dtriv_every``)
+  config.train  steps, batch_size, seed, eval/log/checkpoint periods, ...
+
+:func:`validate_config` checks everything that can be checked without compiling: names,
+ranges, and the cell/task/optimiser constructors themselves (they raise ``ValueError``
+naming the argument), so a bad value fails in milliseconds, before any XLA compilation.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import jax
+import ml_collections
+
+
+def base_config() -> ml_collections.ConfigDict:
+  """Defaults shared by every config in ``configs/``."""
+  c = ml_collections.ConfigDict()
+  c.task = ml_collections.ConfigDict({"name": "copy", "options": {}})
+  c.model = ml_collections.ConfigDict({
+      "name": "exprnn", "hidden": 128, "num_layers": 1, "dropout": 0.0, "cell": {},
+      "unroll": 1, "checkpoint": False})
+  c.optim = ml_collections.ConfigDict({
+      "optimizer": "rmsprop", "learning_rate": 1e-3, "dtriv_every": 0,
+      "dtriv_orthonormalize_every": 30})
+  c.train = ml_collections.ConfigDict({
+      "steps": 1000,
+      "batch_size": 128,
+      "seed": 5544,
+      "eval_every": 100,
+      "eval_size": 512,
+      "eval_batch_size": 256,
+      "log_every": 10,
+      "checkpoint_every": 200,
+      "keep_checkpoints": 3,
+      "progress_bar": True,
+      "tensorboard": True,
+      "plot": True,
+  })
+  return c
+
+
+def _get(section: Any, key: str, default: Any = None) -> Any:
+  try:
+    return section[key]
+  except (KeyError, AttributeError):
+    return default
+
+
+def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
+  if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+    raise ValueError(f"config: '{name}' must be an integer >= {minimum}; got {value!r}.")
+  return int(value)
+
+
+def validate_config(config: ml_collections.ConfigDict) -> None:
+  """Raises ``ValueError`` (naming the field, its value and what is allowed) on a bad config.
+
+  Builds the task, a model and the optimiser *without* initialising or compiling anything.
+  """
+  from lvf_jax.train import builders  # local import: builders imports this module
+
+  for section in ("task", "model", "optim", "train"):
+    if section not in config:
+      raise ValueError(f"config: missing section '{section}'.")
+  t = config.train
+  _positive_int("train.steps", t.steps)
+  _positive_int("train.batch_size", t.batch_size)
+  for name in ("eval_every", "log_every", "checkpoint_every", "eval_size", "eval_batch_size",
+               "keep_checkpoints"):
+    _positive_int(f"train.{name}", _get(t, name, 1))
+  hidden = config.model.hidden
+  if isinstance(hidden, (list, tuple)):  # one size per layer (e.g. NC-GRU PTB 430/1000/430)
+    for i, n in enumerate(hidden):
+      _positive_int(f"model.hidden[{i}]", n)
+  else:
+    _positive_int("model.hidden", hidden)
+  _positive_int("model.num_layers", config.model.num_layers)
+  dropout = _get(config.model, "dropout", 0.0)
+  if not isinstance(dropout, numbers.Real) or not 0 <= dropout < 1:
+    raise ValueError(f"config: 'model.dropout' must lie in [0, 1); got {dropout!r}.")
+  _positive_int("optim.dtriv_every", _get(config.optim, "dtriv_every", 0) or 0, minimum=0)
+  pipeline = builders.build_pipeline(config)  # validates the task name and options
+  model = builders.build_model(config, pipeline)  # validates cell names
+  tx = builders.build_optimizer(config)  # validates the optimiser fields
+  # Tracing (no compilation) runs every cell's own argument checks (tau, rho, integrator, ...)
+  # and the optimiser's checks on the parameter tree (e.g. square orthogonal matrices).
+  variables = builders.abstract_variables(model, pipeline)
+  jax.eval_shape(tx.init, variables["params"])
+
+
+def make_config(task: str, task_options: dict, model: str, hidden: Any, *, cell: dict = None,
+                optim: dict = None, train: dict = None, num_layers: int = 1,
+                dropout: float = 0.0) -> ml_collections.ConfigDict:
+  """A full config: :func:`base_config` updated with the given sections (used by ``configs/``)."""
+  c = base_config()
+  c.task.name = task
+  c.task.options = dict(task_options)
+  c.model.name = model
+  c.model.hidden = hidden
+  c.model.num_layers = num_layers
+  c.model.dropout = dropout
+  c.model.cell = dict(cell or {})
+  for key, value in (optim or {}).items():
+    c.optim[key] = value
+  for key, value in (train or {}).items():
+    c.train[key] = value
+  return c
+
+
+def select(presets: dict, model: str, where: str) -> dict:
+  """``presets[model]``, or a ``ValueError`` listing the valid model names of ``where``."""
+  if model not in presets:
+    raise ValueError(
+        f"{where}: unknown model {model!r}; valid models are {sorted(presets)}.")
+  return presets[model]

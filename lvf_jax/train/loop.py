@@ -1,0 +1,277 @@
+"""``train_and_evaluate(config, workdir)``: the training loop of lvf_jax.
+
+* The train step is one jit-compiled function of the train state: it draws the step's
+  batch (a pure function of ``(data_key, step)``), computes the task loss plus the cells'
+  regularisation terms, applies the partitioned optimiser and (optionally) the dynamic
+  trivialisation rebase. Resuming from a checkpoint therefore continues exactly as an
+  uninterrupted run.
+* A non-finite loss or gradient stops training with :class:`NonFiniteLossError` naming the
+  step; the step's update is discarded and the last good checkpoint is left untouched.
+* Evaluation on the fixed validation split every ``eval_every`` steps; the test split is
+  evaluated whenever validation improves ("test at the best validation step").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from typing import Any
+
+import flax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from lvf_jax import models
+from lvf_jax.layers.regularization import regularization_loss
+from lvf_jax.optim import DTRIV_COLLECTION, dynamic_trivialization
+from lvf_jax.train import builders, checkpoints, reporting
+from lvf_jax.train.config import validate_config
+
+Array = jax.Array
+
+
+class NonFiniteLossError(RuntimeError):
+  """Raised when the loss (or the gradient) becomes NaN/inf; names the step."""
+
+  def __init__(self, step: int, loss: float, checkpoint_step: Any, directory: str):
+    self.step = step
+    kept = (f"the last good checkpoint (step {checkpoint_step}) is kept in {directory}"
+            if checkpoint_step is not None else "no checkpoint had been saved yet")
+    super().__init__(
+        f"non-finite loss ({loss}) at step {step}: training stopped and the update of that "
+        f"step was discarded; {kept}. Lower the learning rate or enable gradient clipping "
+        f"(config.optim.clip_norm).")
+
+
+@flax.struct.dataclass
+class TrainState:
+  step: Array
+  params: Any
+  opt_state: Any
+  extras: Any  # non-trainable variable collections (e.g. the 'dtriv' bases)
+  carry: Any  # recurrent state carried across batches (truncated BPTT), else None
+  data_key: Array
+  dropout_key: Array
+
+
+def _mean_records(records: list[dict[str, Array]]) -> dict[str, float]:
+  """(Weighted) means over steps/batches; a vector metric ``m`` becomes ``m_0, m_1, ...``.
+
+  A record may hold ``'weight'`` (e.g. the number of valid tokens of an evaluation batch);
+  it is used as the averaging weight and dropped from the result.
+  """
+  weights = np.asarray([float(r.get("weight", 1.0)) for r in records], np.float64)
+  weights = weights / max(weights.sum(), 1e-30)
+  out = {}
+  for k in records[0]:
+    if k == "weight":
+      continue
+    stacked = np.stack([np.asarray(r[k], np.float64) for r in records])
+    mean = np.tensordot(weights, stacked, axes=1)
+    if mean.ndim == 0:
+      out[k] = float(mean)
+    else:
+      out.update({f"{k}_{i}": float(v) for i, v in enumerate(mean.reshape(-1))})
+  return out
+
+
+def make_train_step(model, pipeline, tx, *, dtriv_every: int = 0, dtriv_orthonormalize_every=30):
+  """The pure train step ``(state, batch) -> (state, metrics, finite)`` (jit it).
+
+  ``batch`` is ``None`` for pipelines that draw their batches inside the step
+  (``pipeline.host_fed`` false, e.g. the synthetic tasks).
+  """
+
+  def train_step(state: TrainState, batch=None):
+    if batch is None:
+      batch = pipeline.train_batch(state.data_key, state.step)
+    dropout_key = jax.random.fold_in(state.dropout_key, state.step)
+    carry = pipeline.carry_for_batch(state.carry, batch)
+
+    def loss_fn(params):
+      variables = {"params": params, **state.extras}
+      (outputs, new_carry), mutated = pipeline.forward(
+          model, variables, batch, carry, deterministic=False, rngs={"dropout": dropout_key},
+          mutable=["losses"])
+      task_loss = pipeline.loss(outputs, batch)
+      reg = regularization_loss(mutated)
+      return task_loss + reg, (task_loss, reg, outputs, new_carry)
+
+    (total, (task_loss, reg, outputs, new_carry)), grads = jax.value_and_grad(
+        loss_fn, has_aux=True)(state.params)
+    # optax's own arithmetic (e.g. Adam's `b1 ** count`) assumes standard promotion; keep it
+    # independent of a caller's (or the test suite's) strict promotion mode.
+    with jax.numpy_dtype_promotion("standard"):
+      updates, opt_state = tx.update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    extras = state.extras
+    if dtriv_every:
+      params, bases = dynamic_trivialization(
+          params, extras[DTRIV_COLLECTION], state.step + 1, every=dtriv_every,
+          orthonormalize_every=dtriv_orthonormalize_every)
+      extras = {**extras, DTRIV_COLLECTION: bases}
+    grad_norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in jax.tree_util.tree_leaves(grads)))
+    finite = jnp.isfinite(total) & jnp.isfinite(grad_norm)
+    metrics = dict(pipeline.metrics(outputs, batch))
+    metrics.update(loss=task_loss, regularization=reg, grad_norm=grad_norm)
+    new_carry = jax.lax.stop_gradient(new_carry)
+    new = state.replace(step=state.step + 1, params=params, opt_state=opt_state, extras=extras,
+                        carry=new_carry)
+    new = jax.tree_util.tree_map(lambda n, o: jnp.where(finite, n, o), new, state)
+    return new, metrics, finite
+
+  return train_step
+
+
+def make_eval_step(model, pipeline):
+  """``(params, extras, batch, carry) -> (metrics, carry)``; metrics may carry a 'weight'."""
+
+  def eval_step(params, extras, batch, carry):
+    carry = pipeline.carry_for_batch(carry, batch)
+    (outputs, new_carry), _ = pipeline.forward(
+        model, {"params": params, **extras}, batch, carry, deterministic=True, rngs={},
+        mutable=False)
+    metrics = dict(pipeline.metrics(outputs, batch))
+    metrics["loss"] = pipeline.loss(outputs, batch)
+    metrics["weight"] = pipeline.batch_weight(batch)
+    return metrics, new_carry
+
+  return eval_step
+
+
+def _evaluate(eval_step, pipeline, state: TrainState, split: str) -> dict[str, float]:
+  carry = pipeline.initial_carry(eval=True)
+  records = []
+  for batch in pipeline.eval_batches(split):
+    metrics, carry = eval_step(state.params, state.extras, batch, carry)
+    records.append(metrics)
+  return pipeline.summarize(_mean_records(records))
+
+
+def initial_state(config, model, pipeline, tx) -> TrainState:
+  init_key, data_key, dropout_key = jax.random.split(jax.random.PRNGKey(config.train.seed), 3)
+  variables = builders.init_variables(model, pipeline, init_key)
+  params = variables["params"]
+  extras = {k: v for k, v in variables.items() if k not in ("params", "losses")}
+  if int(config.optim.get("dtriv_every", 0) or 0) and DTRIV_COLLECTION not in extras:
+    raise ValueError(
+        "config: 'optim.dtriv_every' > 0 needs cells with a dynamic-trivialisation base "
+        "(e.g. model.name='exprnn' with model.cell.use_base=True).")
+  return TrainState(step=jnp.asarray(0, jnp.int32), params=params, opt_state=tx.init(params),
+                    extras=extras, carry=pipeline.initial_carry(eval=False),
+                    data_key=data_key, dropout_key=dropout_key)
+
+
+def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
+  """Trains ``config`` in ``workdir`` (resuming from its latest checkpoint); returns the summary.
+
+  Writes ``workdir/config.json``, ``metrics.jsonl``, ``tensorboard/`` (if tensorboardX is
+  installed), ``checkpoints/``, ``curves.png`` and ``summary.json``.
+  """
+  validate_config(config)
+  os.makedirs(workdir, exist_ok=True)
+  with open(os.path.join(workdir, "config.json"), "w") as f:
+    f.write(config.to_json_best_effort(indent=2))
+  t = config.train
+  pipeline = builders.build_pipeline(config)
+  model = pipeline.build_model(config)
+  tx = builders.build_optimizer(config)
+  state = initial_state(config, model, pipeline, tx)
+  n_params = models.count_params(state.params)
+
+  ckpt = checkpoints.Checkpointer(os.path.join(workdir, "checkpoints"), int(t.keep_checkpoints))
+  resumed_from = ckpt.latest_step()
+  if resumed_from is not None:
+    state = ckpt.restore(state, resumed_from)
+  start = int(state.step)
+  writer = reporting.MetricWriter(workdir, tensorboard=bool(t.get("tensorboard", True)),
+                                  resume_step=start)
+  history = reporting.MetricWriter.read(writer.path)
+  best = {"loss": math.inf, "step": None, "test": None}
+  for r in history:
+    if r["split"] == "validation" and r["loss"] < best["loss"]:
+      best.update(loss=r["loss"], step=r["step"])
+    if r["split"] == "test" and r["step"] == best["step"]:
+      best["test"] = {k: v for k, v in r.items() if k not in ("step", "split")}
+
+  label = f"{config.model.name} on {pipeline.describe()}"
+  print(f"lvf_jax: training {label}; {n_params} parameters; "
+        f"no-memory baseline loss {pipeline.baseline_loss():.4g}")
+  if resumed_from is not None:
+    print(f"lvf_jax: resumed from checkpoint step {resumed_from} in {ckpt.directory}")
+
+  train_step = jax.jit(make_train_step(
+      model, pipeline, tx, dtriv_every=int(config.optim.get("dtriv_every", 0) or 0),
+      dtriv_orthonormalize_every=config.optim.get("dtriv_orthonormalize_every", 30)))
+  eval_step = jax.jit(make_eval_step(model, pipeline))
+
+  progress = reporting.Progress(int(t.steps), start, bool(t.get("progress_bar", True)),
+                                f"{config.model.name}/{pipeline.name}")
+  pending: list[dict[str, Array]] = []
+  t0, steps_done, last_saved = time.time(), 0, resumed_from
+  step = start
+  try:
+    while step < int(t.steps):
+      batch = pipeline.host_batch(step) if pipeline.host_fed else None
+      state, metrics, finite = train_step(state, batch)
+      if not bool(finite):
+        raise NonFiniteLossError(step + 1, float(metrics["loss"]), last_saved, ckpt.directory)
+      step += 1
+      steps_done += 1
+      pending.append(metrics)
+      if step % int(t.log_every) == 0 or step == int(t.steps):
+        rec = writer.write(step, "train", _mean_records(pending))
+        pending = []
+        progress.update(int(t.log_every) if step % int(t.log_every) == 0 else
+                        step - (step // int(t.log_every)) * int(t.log_every),
+                        loss=rec["loss"], **({"acc": rec["accuracy"]} if "accuracy" in rec else {}))
+      if step % int(t.eval_every) == 0 or step == int(t.steps):
+        val = writer.write(step, "validation", _evaluate(eval_step, pipeline, state, "validation"))
+        if val["loss"] < best["loss"]:
+          test = writer.write(step, "test", _evaluate(eval_step, pipeline, state, "test"))
+          best.update(loss=val["loss"], step=step,
+                      test={k: v for k, v in test.items() if k not in ("step", "split")})
+      if step % int(t.checkpoint_every) == 0 or step == int(t.steps):
+        ckpt.save(step, state)
+        last_saved = step
+  finally:
+    progress.close()
+    writer.close()
+    ckpt.close()
+
+  elapsed = time.time() - t0
+  records = reporting.MetricWriter.read(writer.path)
+  final_val = [r for r in records if r["split"] == "validation"][-1]
+  summary = {
+      "model": config.model.name,
+      "task": pipeline.describe(),
+      "parameters": n_params,
+      "steps": step,
+      "resumed_from": resumed_from,
+      "seconds": round(elapsed, 2),
+      "steps_per_second": round(steps_done / elapsed, 3) if elapsed > 0 else None,
+      "baseline_loss": pipeline.baseline_loss(),
+      "final_validation": {k: v for k, v in final_val.items() if k not in ("step", "split")},
+      "best_validation_step": best["step"],
+      "test_at_best_validation": best["test"],
+  }
+  if bool(t.get("plot", True)):
+    summary["plot"] = reporting.plot_curves(records, os.path.join(workdir, "curves.png"),
+                                            title=label, baseline=pipeline.baseline_loss())
+  with open(os.path.join(workdir, "summary.json"), "w") as f:
+    json.dump(summary, f, indent=2)
+  print(format_summary(summary))
+  return summary
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+  test = summary["test_at_best_validation"] or {}
+  acc = f", accuracy {test['accuracy']:.3f}" if "accuracy" in test else ""
+  return (f"lvf_jax: {summary['model']} after {summary['steps']} steps "
+          f"({summary['seconds']:.0f} s): test loss {test.get('loss', float('nan')):.4g}{acc} "
+          f"(at best validation step {summary['best_validation_step']}) vs no-memory baseline "
+          f"{summary['baseline_loss']:.4g}")

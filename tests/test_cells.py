@@ -1,0 +1,232 @@
+"""lvfRNN, expRNN and scoRNN cells against their papers' equations, written independently
+in NumPy (column form; see np_reference.py).
+
+Row-vector convention pinned here: every cell computes ``h' = f(h @ K + ...)`` with
+``K = M.T`` for the paper's column-form ``M`` (``M @ h``).
+"""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.linalg
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lvf_jax import cells, layers
+from np_reference import (B, M, N, _np, init_apply, kernel_of, np_directional_derivative,
+                          np_lvf_matrix, np_modrelu, np_sigmoid, np_skew_from_triu,
+                          replace_param)
+
+# --------------------------------------------------------------------- lvfRNN
+
+
+@pytest.mark.parametrize("integrator", ["euler", "midpoint", "exp"])
+@pytest.mark.parametrize("activation", ["tanh", "modrelu"])
+def test_lvf_step_matches_eq6(integrator, activation):
+  tau = 0.7
+  cell = cells.LVFRNNCell(N, integrator=integrator, tau=tau, activation=activation)
+  variables, _, _, _ = init_apply(cell)
+  rng = np.random.default_rng(0)
+  v = rng.uniform(size=(N, N))  # a general field (non-zero divergence and diagonal)
+  variables = replace_param(variables, "vector_field", v)
+  variables = replace_param(variables, "bias", rng.normal(size=N) * 0.1)
+  _, h, x, out = init_apply(cell, key=3)
+  out = cell.apply(variables, h, x)[0]
+  p = variables["params"]
+  c = np_lvf_matrix(_np(p["vector_field"]), integrator, tau)
+  u_col = _np(p["input"]["kernel"]).T  # U acting on column x
+  b = _np(p["bias"])
+  for i in range(B):
+    z = c @ _np(h[i]) + u_col @ _np(x[i])
+    want = np.tanh(z + b) if activation == "tanh" else np_modrelu(z, b)
+    np.testing.assert_allclose(np.asarray(out[i]), want, rtol=2e-5, atol=2e-5)
+
+
+def test_lvf_vector_field_dof():
+  """D_V depends only on V^T - V: the diagonal and the symmetric part are ignored."""
+  cell = cells.LVFRNNCell(N, integrator="midpoint", tau=0.5)
+  variables, _, _, _ = init_apply(cell)
+  rng = np.random.default_rng(1)
+  v = rng.normal(size=(N, N))
+  s = rng.normal(size=(N, N))
+  k1 = cell.apply(replace_param(variables, "vector_field", v), method=lambda c: c.prepare())
+  k2 = cell.apply(replace_param(variables, "vector_field", v + s + s.T + np.diag(rng.normal(size=N))),
+                  method=lambda c: c.prepare())
+  np.testing.assert_allclose(k1["kernel"], k2["kernel"], atol=1e-5)
+  g = jax.grad(lambda vv: jnp.sum(cell.apply(replace_param(variables, "vector_field", vv),
+                                             method=lambda c: c.prepare())["kernel"] ** 3))(
+                                                 jnp.asarray(v, jnp.float32))
+  np.testing.assert_allclose(np.diag(g), 0.0, atol=1e-6)
+  np.testing.assert_allclose(g + g.T, 0.0, atol=1e-4)  # gradient lies in the skew directions
+
+
+def test_lvf_divergence_free_midpoint_is_orthogonal_cayley():
+  tau = 1.3
+  cell = cells.LVFRNNCell(N, integrator="midpoint", tau=tau, divergence_free=True)
+  variables, _, _, _ = init_apply(cell)
+  rng = np.random.default_rng(2)
+  v = rng.uniform(size=(N, N)) * (1 - np.eye(N))
+  variables = replace_param(variables, "vector_field", v)
+  k = _np(kernel_of(cell, variables)["kernel"])
+  np.testing.assert_allclose(k.T @ k, np.eye(N), atol=1e-5)
+  # Independent projection onto {div V = 0} (zero diagonal kept) by least squares.
+  idx = [(i, j) for i in range(N) for j in range(N) if i != j]
+  lmat = np.zeros((N, len(idx)))
+  for col, (i, j) in enumerate(idx):  # div_a = sum_j V_ja - V_aj
+    lmat[j, col] += 1.0
+    lmat[i, col] -= 1.0
+  vec = np.array([v[i, j] for i, j in idx])
+  proj = vec - lmat.T @ np.linalg.lstsq(lmat @ lmat.T, lmat @ vec, rcond=None)[0]
+  v_free = np.zeros((N, N))
+  for col, (i, j) in enumerate(idx):
+    v_free[i, j] = proj[col]
+  d, div = np_directional_derivative(v_free)
+  np.testing.assert_allclose(div, 0.0, atol=1e-10)
+  np.testing.assert_allclose(d, -d.T, atol=1e-10)
+  eye = np.eye(N)
+  cay = np.linalg.solve(eye + tau / 2 * d, eye - tau / 2 * d)
+  np.testing.assert_allclose(k, cay.T, atol=1e-5)
+
+
+def test_lvf_euler_tends_to_identity():
+  cell = cells.LVFRNNCell(N, integrator="euler", tau=1.0)
+  variables, _, _, _ = init_apply(cell)
+  rng = np.random.default_rng(3)
+  v = rng.uniform(size=(N, N))
+  d, _ = np_directional_derivative(v)
+  errs = []
+  for tau in (1e-1, 1e-2, 1e-3):
+    c = cells.LVFRNNCell(N, integrator="euler", tau=tau)
+    k = _np(c.apply(replace_param(variables, "vector_field", v), method=lambda m: m.prepare())["kernel"])
+    errs.append(np.max(np.abs(k - np.eye(N))))
+    np.testing.assert_allclose((np.eye(N) - k.T) / tau, d, rtol=1e-3, atol=1e-3)
+  assert errs[0] > errs[1] > errs[2] and errs[2] < 1e-2
+
+
+def test_lvf_div_penalty_sown_and_differentiable():
+  lam = 0.3
+  cell = cells.LVFRNNCell(N, div_penalty=lam)
+  layer = layers.Recurrent(cell)
+  x = jax.random.normal(jax.random.key(0), (B, 5, M))
+  variables = layer.init(jax.random.key(1), x)
+  rng = np.random.default_rng(4)
+  v = rng.uniform(size=(N, N))
+  params = jax.tree_util.tree_map(lambda a: a, variables["params"])
+  params["cell"]["vector_field"] = jnp.asarray(v, jnp.float32)
+
+  def reg(p):
+    _, state = layer.apply({"params": p}, x, mutable=["losses"])
+    return layers.regularization_loss(state)
+
+  _, div = np_directional_derivative(v)
+  np.testing.assert_allclose(reg(params), lam * np.sum(div ** 2), rtol=1e-5)
+  terms = layers.regularization_terms(layer.apply({"params": params}, x, mutable=["losses"])[1])
+  assert list(terms) == ["cell/div_penalty"]
+  g = jax.grad(reg)(params)["cell"]["vector_field"]
+  want = 2 * lam * (div[None, :] - div[:, None])  # d/dV_ab of lam sum_i div_i^2
+  np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-5)
+  # lambda = 0: nothing sown.
+  layer0 = layers.Recurrent(cells.LVFRNNCell(N))
+  assert layers.regularization_terms(layer0.apply({"params": params}, x, mutable=["losses"])[1]) == {}
+
+
+def test_lvf_default_init_is_divergence_free():
+  variables, _, _, _ = init_apply(cells.LVFRNNCell(N))
+  v = _np(variables["params"]["vector_field"])
+  np.testing.assert_allclose(np.diag(v), 0.0)
+  np.testing.assert_allclose(v.sum(0), 1.0, atol=1e-5)
+  np.testing.assert_allclose(v.sum(1), 1.0, atol=1e-5)
+
+
+# --------------------------------------------------------------- expRNN / scoRNN
+
+
+@pytest.mark.parametrize("init", ["henaff", "cayley", "random"])
+def test_exprnn_step_matches_paper(init):
+  cell = cells.ExpRNNCell(N, orthogonal_init=init)
+  variables, h, x, out = init_apply(cell)
+  p = variables["params"]
+  w = scipy.linalg.expm(np_skew_from_triu(_np(p["skew"])))
+  np.testing.assert_allclose(w.T @ w, np.eye(N), atol=1e-10)
+  assert "bias" not in p["input"]  # U has no bias (expRNN)
+  u_col = _np(p["input"]["kernel"]).T
+  for i in range(B):
+    want = np_modrelu(w @ _np(h[i]) + u_col @ _np(x[i]), _np(p["bias"]))
+    np.testing.assert_allclose(out[i], want, rtol=1e-5, atol=1e-5)
+
+
+def test_exprnn_dynamic_base():
+  cell = cells.ExpRNNCell(N, use_base=True)
+  variables, h, x, _ = init_apply(cell)
+  np.testing.assert_array_equal(variables["dtriv"]["base"], np.eye(N))
+  q = np.linalg.qr(np.random.default_rng(5).normal(size=(N, N)))[0]
+  variables = {**variables, "dtriv": {"base": jnp.asarray(q, jnp.float32)}}
+  out = cell.apply(variables, h, x)[0]
+  p = variables["params"]
+  w = q @ scipy.linalg.expm(np_skew_from_triu(_np(p["skew"])))
+  want = np_modrelu(_np(h) @ w.T + _np(x) @ _np(p["input"]["kernel"]), _np(p["bias"])[None])
+  np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cls", [cells.ExpRNNCell, cells.ScoRNNCell, cells.NNRNNCell])
+def test_matrix_parameterisation(cls):
+  cell = cls(N, orthogonal_param="matrix")
+  variables, h, x, out = init_apply(cell)
+  p = variables["params"]
+  assert "skew" not in p
+  w = _np(p["orthogonal"])
+  np.testing.assert_allclose(w.T @ w, np.eye(N), atol=1e-5)
+  if cls is not cells.NNRNNCell:
+    want = np_modrelu(_np(h) @ w.T + _np(x) @ _np(p["input"]["kernel"]), _np(p["bias"])[None])
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rho", [0, 2, 5, N])
+def test_scornn_step_matches_paper_column_form(rho):
+  cell = cells.ScoRNNCell(N, rho=rho)
+  variables, h, x, out = init_apply(cell)
+  rng = np.random.default_rng(6)
+  variables = replace_param(variables, "skew", rng.normal(size=(N, N)))
+  out = cell.apply(variables, h, x)[0]
+  p = variables["params"]
+  a = np_skew_from_triu(_np(p["skew"]))
+  d = np.diag([1.0] * (N - rho) + [-1.0] * rho)
+  eye = np.eye(N)
+  w = np.linalg.solve(eye + a, eye - a) @ d  # paper: D acts first (scales columns)
+  assert np.isclose(np.linalg.det(w), (-1) ** rho)
+  u = _np(p["input"]["kernel"])
+  assert np.max(np.abs(u)) <= 0.01
+  for i in range(B):
+    want = np_modrelu(w @ _np(h[i]) + u.T @ _np(x[i]), _np(p["bias"]))
+    np.testing.assert_allclose(out[i], want, rtol=1e-5, atol=1e-5)
+  if 0 < rho < N:  # the transposed convention (D acting last) would differ
+    k = _np(kernel_of(cell, variables)["kernel"])
+    assert not np.allclose(k, (d @ np.linalg.solve(eye + a, eye - a)).T, atol=1e-3)
+
+
+def test_scornn_default_rho():
+  cell = cells.ScoRNNCell(N)
+  variables, _, _, _ = init_apply(cell)
+  k = _np(kernel_of(cell, variables)["kernel"])
+  assert np.isclose(np.linalg.det(k), (-1) ** (N // 2))
+
+
+@settings(max_examples=15)
+@given(seed=st.integers(0, 2**16), tau=st.floats(0.01, 20.0),
+       integrator=st.sampled_from(["euler", "midpoint", "exp"]))
+def test_lvf_properties_hypothesis(seed, tau, integrator):
+  """C_V fixes constants (D_V 1 = 0) for every field; divergence-free + midpoint is orthogonal."""
+  v = np.random.default_rng(seed).uniform(size=(N, N))
+  cell = cells.LVFRNNCell(N, integrator=integrator, tau=tau, divergence_free=True)
+  variables = {"params": {"vector_field": jnp.asarray(v, jnp.float32),
+                          "bias": jnp.zeros((N,), jnp.float32)}}
+  k = _np(cell.apply(variables, method=lambda c: c.prepare())["kernel"])
+  scale = max(1.0, np.max(np.abs(k)))
+  np.testing.assert_allclose(np.ones(N) @ k, np.ones(N), atol=1e-4 * scale)  # row form: 1 K = 1
+  if integrator == "midpoint":
+    np.testing.assert_allclose(k.T @ k, np.eye(N), atol=1e-4)
+  if integrator == "exp":  # exp of a skew generator is orthogonal as well
+    np.testing.assert_allclose(k.T @ k, np.eye(N), atol=1e-3)

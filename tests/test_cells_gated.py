@@ -1,0 +1,258 @@
+"""NC-GRU, AntisymmetricRNN, nnRNN and baseline cells against their papers' equations
+(NumPy, column form), the registry, and argument validation."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.linalg
+
+from lvf_jax import cells, layers
+from np_reference import (B, M, N, _np, init_apply, kernel_of, np_directional_derivative,
+                          np_lvf_matrix, np_modrelu, np_sigmoid, np_skew_from_triu,
+                          replace_param)
+
+# ----------------------------------------------------------------------- NC-GRU
+
+
+@pytest.mark.parametrize("orthogonal_reset", [False, True])
+@pytest.mark.parametrize("orthogonal_param", ["skew", "matrix"])
+def test_ncgru_step_matches_eq19(orthogonal_reset, orthogonal_param):
+  rho = 2
+  cell = cells.NCGRUCell(N, rho=rho, orthogonal_reset=orthogonal_reset,
+                         orthogonal_param=orthogonal_param)
+  variables, h, x, _ = init_apply(cell)
+  rng = np.random.default_rng(7)
+  p = dict(variables["params"])
+  for k in ("bias_r", "bias_u", "bias_c"):
+    p[k] = jnp.asarray(rng.normal(size=N) * 0.3, jnp.float32)
+  if orthogonal_param == "skew":
+    p["skew_c"] = jnp.asarray(rng.normal(size=(N, N)), jnp.float32)
+  variables = {"params": p}
+  out = cell.apply(variables, h, x)[0]
+  d = np.diag([1.0] * (N - rho) + [-1.0] * rho)
+  eye = np.eye(N)
+
+  def orth(s):
+    if orthogonal_param == "matrix":
+      return _np(p[f"orthogonal_{s}"])
+    a = np_skew_from_triu(_np(p[f"skew_{s}"]))
+    return np.linalg.solve(eye + a, eye - a) @ d
+
+  u_c = orth("c")
+  u_r = orth("r") if orthogonal_reset else _np(p["recurrent_r"]).T  # column form
+  assert ("skew_r" in p or "orthogonal_r" in p) == orthogonal_reset
+  u_u = _np(p["recurrent_u"]).T
+  w = _np(p["input"]["kernel"]).T  # (3n, m): [W_r; W_u; W_c]
+  w_r, w_u, w_c = w[:N], w[N:2 * N], w[2 * N:]
+  for i in range(B):
+    hh, xx = _np(h[i]), _np(x[i])
+    r = np_sigmoid(w_r @ xx + u_r @ hh + _np(p["bias_r"]))
+    z = np_sigmoid(w_u @ xx + u_u @ hh + _np(p["bias_u"]))
+    c = np_modrelu(w_c @ xx + u_c @ (r * hh), _np(p["bias_c"]))  # r BEFORE the matmul
+    want = (1 - z) * hh + z * c
+    np.testing.assert_allclose(out[i], want, rtol=1e-5, atol=1e-5)
+
+
+# -------------------------------------------------------------- AntisymmetricRNN
+
+
+def np_packed_to_upper(w, n):
+  up = np.zeros((n, n))
+  k = 0
+  for i in range(n):
+    for j in range(i + 1, n):
+      up[i, j] = w[k]
+      k += 1
+  return up
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_antisymmetric_step_matches_eqs_12_13(gated):
+  eps, gamma = 0.3, 0.05
+  cls = cells.GatedAntisymmetricRNNCell if gated else cells.AntisymmetricRNNCell
+  cell = cls(N, epsilon=eps, gamma=gamma)
+  variables, h, x, _ = init_apply(cell)
+  p = dict(variables["params"])
+  assert p["recurrent_triu"].shape == (N * (N - 1) // 2,)
+  p["input"] = {"kernel": p["input"]["kernel"],
+                "bias": jnp.asarray(np.random.default_rng(8).normal(size=p["input"]["bias"].shape),
+                                    jnp.float32)}
+  variables = {"params": p}
+  out = cell.apply(variables, h, x)[0]
+  w = np_packed_to_upper(_np(p["recurrent_triu"]), N)
+  a = w - w.T - gamma * np.eye(N)
+  v = _np(p["input"]["kernel"]).T
+  bias = _np(p["input"]["bias"])
+  for i in range(B):
+    hh, xx = _np(h[i]), _np(x[i])
+    pre = a @ hh + v[:N] @ xx + bias[:N]
+    if gated:
+      z = np_sigmoid(a @ hh + v[N:] @ xx + bias[N:])
+      want = hh + eps * z * np.tanh(pre)
+    else:
+      want = hh + eps * np.tanh(pre)
+    np.testing.assert_allclose(out[i], want, rtol=1e-5, atol=1e-5)
+
+
+def test_antisymmetric_init_statistics():
+  n, m = 64, 40
+  cell = cells.AntisymmetricRNNCell(n, sigma_w=2.0)
+  v = cell.init(jax.random.key(0), jnp.zeros((1, n)), jnp.zeros((1, m)))["params"]
+  w = _np(v["recurrent_triu"])
+  assert abs(w.std() - 2.0 / math.sqrt(n)) < 0.1 * 2.0 / math.sqrt(n)
+  k = _np(v["input"]["kernel"])
+  assert abs(k.std() - 1 / math.sqrt(m)) < 0.1 / math.sqrt(m)
+  np.testing.assert_array_equal(v["input"]["bias"], 0.0)
+
+
+def test_antisymmetric_gamma0_imaginary_spectrum():
+  cell = cells.AntisymmetricRNNCell(N, gamma=0.0)
+  variables, h, x, _ = init_apply(cell)
+  k = kernel_of(cell, variables)["kernel"]
+  np.testing.assert_allclose(k, -k.T, atol=1e-7)
+  # Jacobian of the ODE right-hand side f(h) = tanh(A h + V x + b) (column form) at a point.
+  u = cell.apply(variables, x, method=lambda c, xx: c.project_inputs(xx))
+  jac = jax.jacfwd(lambda hh: jnp.tanh(hh @ k + u[0]))(h[0])  # d f_i / d h_j
+  eig = np.linalg.eigvals(_np(jac))
+  np.testing.assert_allclose(eig.real, 0.0, atol=1e-5)
+  assert np.max(np.abs(eig.imag)) > 1e-2
+  # with diffusion gamma > 0 the real parts become negative
+  cell_g = cells.AntisymmetricRNNCell(N, gamma=0.5)
+  k_g = kernel_of(cell_g, variables)["kernel"]
+  assert np.max(np.linalg.eigvals(_np(k_g)).real) < -0.4
+
+
+# ------------------------------------------------------------------------ nnRNN
+
+
+def np_schur(p, gamma, theta, t):
+  n = p.shape[0]
+  lam = np.zeros((n, n))
+  for i in range(n // 2):
+    c, s = math.cos(theta[i]), math.sin(theta[i])
+    lam[2 * i:2 * i + 2, 2 * i:2 * i + 2] = gamma[i] * np.array([[c, -s], [s, c]])
+  tl = np.zeros((n, n))
+  for i in range(n):
+    for j in range(i):  # strictly lower: t_{i,j}, i > j (column form)
+      tl[i, j] = t[i, j]
+  return p @ (lam + tl) @ p.T
+
+
+def test_nnrnn_step_matches_eq5():
+  cell = cells.NNRNNCell(N)
+  variables, h, x, _ = init_apply(cell)
+  rng = np.random.default_rng(9)
+  p = dict(variables["params"])
+  p["gamma"] = jnp.asarray(rng.uniform(0.5, 1.5, size=N // 2), jnp.float32)
+  p["triangular"] = jnp.asarray(rng.normal(size=(N, N)), jnp.float32)  # upper part ignored
+  variables = {"params": p}
+  out = cell.apply(variables, h, x)[0]
+  pm = scipy.linalg.expm(np_skew_from_triu(_np(p["skew"])))
+  v = np_schur(pm, _np(p["gamma"]), _np(p["theta"]), _np(p["triangular"]))
+  k = _np(kernel_of(cell, variables)["kernel"])
+  np.testing.assert_allclose(k, v.T, atol=1e-5)
+  # strictly LOWER in column form: the strictly-upper variant differs.
+  v_up = np_schur(pm, _np(p["gamma"]), _np(p["theta"]), _np(p["triangular"]).T)
+  assert not np.allclose(k, v_up.T, atol=1e-2)
+  u = _np(p["input"]["kernel"]).T
+  for i in range(B):
+    want = np_modrelu(v @ _np(h[i]) + u @ _np(x[i]), _np(p["bias"]))
+    np.testing.assert_allclose(out[i], want, rtol=1e-5, atol=1e-5)
+
+
+def test_nnrnn_init_is_orthogonal():
+  for init in ("henaff", "cayley", "random"):
+    cell = cells.NNRNNCell(N, orthogonal_init=init)
+    variables, _, _, _ = init_apply(cell)
+    p = variables["params"]
+    np.testing.assert_array_equal(p["gamma"], 1.0)
+    np.testing.assert_array_equal(p["triangular"], 0.0)
+    assert np.all((_np(p["theta"]) >= 0) & (_np(p["theta"]) <= 2 * math.pi))
+    k = _np(kernel_of(cell, variables)["kernel"])
+    np.testing.assert_allclose(k.T @ k, np.eye(N), atol=1e-5)
+
+
+def test_nnrnn_regularizers_sown_and_differentiable():
+  delta, tdec = 0.2, 0.05
+  layer = layers.Recurrent(cells.NNRNNCell(N, delta=delta, t_decay=tdec))
+  x = jax.random.normal(jax.random.key(0), (B, 4, M))
+  params = layer.init(jax.random.key(1), x)["params"]
+  rng = np.random.default_rng(10)
+  gamma = rng.uniform(0.5, 1.5, size=N // 2)
+  t = rng.normal(size=(N, N))
+  params["cell"]["gamma"] = jnp.asarray(gamma, jnp.float32)
+  params["cell"]["triangular"] = jnp.asarray(t, jnp.float32)
+
+  def reg(p):
+    return layers.regularization_loss(layer.apply({"params": p}, x, mutable=["losses"])[1])
+
+  terms = layers.regularization_terms(layer.apply({"params": params}, x, mutable=["losses"])[1])
+  assert set(terms) == {"cell/gamma_penalty", "cell/t_decay"}
+  tl = np.tril(t, -1)
+  np.testing.assert_allclose(terms["cell/gamma_penalty"], delta * np.sum((gamma - 1) ** 2), rtol=1e-5)
+  np.testing.assert_allclose(terms["cell/t_decay"], tdec * np.sum(tl ** 2), rtol=1e-5)
+  g = jax.grad(reg)(params)["cell"]
+  np.testing.assert_allclose(g["gamma"], 2 * delta * (gamma - 1), rtol=1e-4, atol=1e-6)
+  np.testing.assert_allclose(g["triangular"], 2 * tdec * tl, rtol=1e-4, atol=1e-6)
+
+
+# -------------------------------------------------------------------- baselines
+
+
+def test_tanh_rnn_baselines():
+  for cls in (cells.TanhRNNCell, cells.OrthInitRNNCell):
+    cell = cls(N)
+    variables, h, x, out = init_apply(cell)
+    p = variables["params"]
+    want = np.tanh(_np(h) @ _np(p["recurrent"]) + _np(x) @ _np(p["input"]["kernel"])
+                   + _np(p["input"]["bias"])[None])
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+  k = _np(cells.OrthInitRNNCell(N).init(jax.random.key(0), jnp.zeros((1, N)),
+                                        jnp.zeros((1, M)))["params"]["recurrent"])
+  np.testing.assert_allclose(k.T @ k, np.eye(N), atol=1e-5)
+
+
+def test_make_cell_registry():
+  for name in cells.CELLS:
+    assert cells.make_cell(name, 4).features == 4
+  with pytest.raises(ValueError, match="make_cell: argument 'name'"):
+    cells.make_cell("urnn", 4)
+
+
+# ------------------------------------------------------------------ validation
+
+
+@pytest.mark.parametrize("cell, match", [
+    (cells.LVFRNNCell(N, tau=-1.0), "LVFRNNCell: argument 'tau' must be a finite number > 0"),
+    (cells.LVFRNNCell(N, tau=0.0), "argument 'tau'"),
+    (cells.LVFRNNCell(N, integrator="rk4"), "LVFRNNCell: argument 'integrator' must be one of"),
+    (cells.LVFRNNCell(N, activation="relu"), "LVFRNNCell: argument 'activation'"),
+    (cells.LVFRNNCell(N, div_penalty=-0.1), "argument 'div_penalty'"),
+    (cells.LVFRNNCell(1), "argument 'features' must be >= 2"),
+    (cells.ScoRNNCell(N, rho=N + 1), r"ScoRNNCell: argument 'rho' .* \[0, n=6\]; got 7"),
+    (cells.ScoRNNCell(N, rho=-1), "argument 'rho'"),
+    (cells.NCGRUCell(N, rho=100), "NCGRUCell: argument 'rho'"),
+    (cells.ExpRNNCell(N, orthogonal_init="glorot"), "ExpRNNCell: argument 'orthogonal_init'"),
+    (cells.ExpRNNCell(N, orthogonal_param="dense"), "argument 'orthogonal_param'"),
+    (cells.ExpRNNCell(N, orthogonal_param="matrix", use_base=True), "use_base"),
+    (cells.NNRNNCell(5), "NNRNNCell: argument 'features' must be even"),
+    (cells.AntisymmetricRNNCell(N, epsilon=0.0), "argument 'epsilon'"),
+    (cells.AntisymmetricRNNCell(N, gamma=-1.0), "argument 'gamma'"),
+    (cells.TanhRNNCell(0), "argument 'features' must be a positive int"),
+])
+def test_bad_arguments_raise(cell, match):
+  x = jnp.zeros((2, M))
+  carry = jnp.zeros((2, max(cell.features, 1)))
+  with pytest.raises(ValueError, match=match):
+    cell.init(jax.random.key(0), carry, x)
+
+
+@pytest.mark.parametrize("name", sorted(set(cells.CELLS) - {"lstm", "gru"}))
+def test_wrong_feature_size_raises(name):
+  cell = cells.make_cell(name, N)
+  variables, h, x, _ = init_apply(cell)
+  with pytest.raises(ValueError, match=f"inputs must have {M} features"):
+    cell.apply(variables, h, jnp.zeros((B, M + 1)))

@@ -1,0 +1,314 @@
+"""Fused recurrences (custom VJP) against a NumPy loop of the equations and plain autodiff.
+
+Forward: an independent NumPy loop of ``h_t = sigma(h_{t-1} K + u_t, b)`` (expRNN eq 3 /
+lvfRNN eq 5, row form) and of the AntisymmetricRNN Euler steps (eq 12, 13). Backward: the
+gradients of the hand-written VJP against reverse-mode autodiff of a plain ``lax.scan``
+(float64 tight, float32 loose) and against finite differences (``check_grads``, x64).
+"""
+
+import jax
+from jax import test_util as jtu
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from lvf_jax import cells, layers
+from lvf_jax.layers import fused
+
+T, B, N = 6, 3, 6
+CONFIGS = [(False, None), (True, np.array([6, 2, 0])), (False, np.array([6, 2, 0]))]
+LENGTHS = np.array([6, 2, 0])
+
+
+# ------------------------------------------------------------------ NumPy references
+
+
+def np_act(name, z, b):
+  if name == "modrelu":
+    return z if b is None else np.sign(z) * np.maximum(np.abs(z) + b, 0.0)
+  if b is not None:
+    z = z + b
+  return {"tanh": np.tanh, "relu": lambda a: np.maximum(a, 0.0), "identity": lambda a: a}[name](z)
+
+
+def np_scan(step, u, h0, reverse=False, lengths=None):
+  """Loop of ``h <- step(h, u_t)`` with frozen carry / zero output on padded steps."""
+  h = np.array(h0, dtype=np.float64)
+  ys = np.zeros(u.shape[:2] + h0.shape[-1:])
+  order = range(u.shape[0] - 1, -1, -1) if reverse else range(u.shape[0])
+  for t in order:
+    new = step(h, u[t])
+    if lengths is not None:
+      valid = (t < lengths)[:, None]
+      new = np.where(valid, new, h)
+      ys[t] = np.where(valid, new, 0.0)
+    else:
+      ys[t] = new
+    h = new
+  return h, ys
+
+
+def sigmoid(a):
+  return 1.0 / (1.0 + np.exp(-a))
+
+
+def data(seed=0, width=1, dtype=jnp.float64):
+  k = jax.random.split(jax.random.key(seed), 4)
+  kernel = jax.random.normal(k[0], (N, N), dtype) * float(1.2 / np.sqrt(N))
+  u = jax.random.normal(k[1], (T, B, width * N), dtype)
+  h0 = jax.random.normal(k[2], (B, N), dtype) * 0.5
+  bias = jax.random.normal(k[3], (N,), dtype) * 0.3
+  return kernel, u, h0, bias
+
+
+def jax_act(name, z, b):
+  return fused._act_fwd(name, z, b)
+
+
+def plain_rnn(kernel, u, h0, bias, activation, reverse=False, mask=None):
+  return fused.reference_scan(lambda k, h, u_t: jax_act(activation, h @ k + u_t, bias),
+                              kernel, u, h0, reverse=reverse, mask=mask)
+
+
+def plain_euler(kernel, u, h0, eps, gated, reverse=False, mask=None):
+  n = kernel.shape[0]
+
+  def step(k, h, u_t):
+    a = h @ k
+    if gated:
+      return h + eps * (jax.nn.sigmoid(a + u_t[..., n:]) * jnp.tanh(a + u_t[..., :n]))
+    return h + eps * jnp.tanh(a + u_t)
+
+  return fused.reference_scan(step, kernel, u, h0, reverse=reverse, mask=mask)
+
+
+def mask_of(lengths):
+  return None if lengths is None else jnp.arange(T)[:, None] < jnp.asarray(lengths)[None, :]
+
+
+def objective(fn):
+  """A scalar touching every output and the final carry with non-trivial weights."""
+  def loss(*args):
+    h_last, hs = fn(*args)
+    w = jnp.cos(jnp.arange(hs.size, dtype=hs.dtype)).reshape(hs.shape)
+    return jnp.sum(w * jnp.sin(hs)) + jnp.sum(h_last * h_last)
+  return loss
+
+
+# ---------------------------------------------------------------------- rnn_scan
+
+
+@pytest.mark.parametrize("activation", fused.ACTIVATIONS)
+@pytest.mark.parametrize("use_bias, reverse, lengths",
+                         [(False, False, None), (True, True, LENGTHS), (True, False, LENGTHS)])
+def test_rnn_forward_matches_numpy(activation, use_bias, reverse, lengths, x64):
+  kernel, u, h0, bias = data()
+  b = bias if use_bias else None
+  h_last, hs = fused.rnn_scan(kernel, u, h0, b, activation=activation, reverse=reverse,
+                              seq_lengths=None if lengths is None else jnp.asarray(lengths))
+  nb = None if b is None else np.asarray(b)
+  k = np.asarray(kernel)
+  ref_h, ref_ys = np_scan(lambda h, u_t: np_act(activation, h @ k + u_t, nb),
+                          np.asarray(u), np.asarray(h0), reverse, lengths)
+  np.testing.assert_allclose(hs, ref_ys, rtol=1e-12, atol=1e-12)
+  np.testing.assert_allclose(h_last, ref_h, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("activation", fused.ACTIVATIONS)
+@pytest.mark.parametrize("reverse, lengths", CONFIGS)
+def test_rnn_grads_match_autodiff_x64(activation, reverse, lengths, x64):
+  kernel, u, h0, bias = data(1)
+  mask = mask_of(lengths)
+  f = objective(lambda k, u, h, b: fused.rnn_scan(k, u, h, b, activation=activation,
+                                                  reverse=reverse, mask=mask))
+  g = objective(lambda k, u, h, b: plain_rnn(k, u, h, b, activation, reverse, mask))
+  np.testing.assert_allclose(f(kernel, u, h0, bias), g(kernel, u, h0, bias), rtol=1e-12)
+  got = jax.grad(f, argnums=(0, 1, 2, 3))(kernel, u, h0, bias)
+  want = jax.grad(g, argnums=(0, 1, 2, 3))(kernel, u, h0, bias)
+  for a, b in zip(got, want):
+    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "modrelu"])
+def test_rnn_grads_match_autodiff_float32(activation):
+  kernel, u, h0, bias = data(2, dtype=jnp.float32)
+  f = objective(lambda k, u, h, b: fused.rnn_scan(k, u, h, b, activation=activation,
+                                                  seq_lengths=jnp.asarray(LENGTHS)))
+  g = objective(lambda k, u, h, b: plain_rnn(k, u, h, b, activation, mask=mask_of(LENGTHS)))
+  got = jax.jit(jax.grad(f, argnums=(0, 1, 2, 3)))(kernel, u, h0, bias)
+  want = jax.jit(jax.grad(g, argnums=(0, 1, 2, 3)))(kernel, u, h0, bias)
+  for a, b in zip(got, want):
+    assert a.dtype == jnp.float32
+    np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "modrelu"])
+def test_rnn_check_grads_finite_differences(activation, x64):
+  kernel, u, h0, bias = data(3)
+  f = objective(lambda k, u, h, b: fused.rnn_scan(k, u, h, b, activation=activation,
+                                                  unroll=2))
+  jtu.check_grads(f, (kernel, u, h0, bias), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
+
+
+# ------------------------------------------------------------------- Euler scans
+
+
+@pytest.mark.parametrize("gated", [False, True])
+@pytest.mark.parametrize("reverse, lengths", CONFIGS[:2])
+def test_euler_forward_matches_numpy(gated, reverse, lengths, x64):
+  eps = 0.3
+  kernel, u, h0, _ = data(4, width=2 if gated else 1)
+  fn = fused.gated_euler_scan if gated else fused.euler_scan
+  h_last, hs = fn(kernel, u, h0, epsilon=eps, reverse=reverse,
+                  seq_lengths=None if lengths is None else jnp.asarray(lengths))
+  k = np.asarray(kernel)
+
+  def step(h, u_t):
+    a = h @ k
+    if gated:
+      return h + eps * sigmoid(a + u_t[:, N:]) * np.tanh(a + u_t[:, :N])
+    return h + eps * np.tanh(a + u_t)
+
+  ref_h, ref_ys = np_scan(step, np.asarray(u), np.asarray(h0), reverse, lengths)
+  np.testing.assert_allclose(hs, ref_ys, rtol=1e-12, atol=1e-12)
+  np.testing.assert_allclose(h_last, ref_h, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("gated", [False, True])
+@pytest.mark.parametrize("store", fused.STORES)
+@pytest.mark.parametrize("reverse, lengths", CONFIGS[:2])
+def test_euler_grads_match_autodiff_x64(gated, store, reverse, lengths, x64):
+  eps = 0.4
+  kernel, u, h0, _ = data(5, width=2 if gated else 1)
+  mask = mask_of(lengths)
+  fn = fused.gated_euler_scan if gated else fused.euler_scan
+  f = objective(lambda k, u, h: fn(k, u, h, epsilon=eps, store=store, reverse=reverse,
+                                   mask=mask))
+  g = objective(lambda k, u, h: plain_euler(k, u, h, eps, gated, reverse, mask))
+  got = jax.grad(f, argnums=(0, 1, 2))(kernel, u, h0)
+  want = jax.grad(g, argnums=(0, 1, 2))(kernel, u, h0)
+  for a, b in zip(got, want):
+    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_euler_grads_float32_and_finite_differences(gated, x64):
+  fn = fused.gated_euler_scan if gated else fused.euler_scan
+  kernel, u, h0, _ = data(6, width=2 if gated else 1)
+  f = objective(lambda k, u, h: fn(k, u, h, epsilon=0.5, store="activation"))
+  jtu.check_grads(f, (kernel, u, h0), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
+  with jax.enable_x64(False):
+    args32 = tuple(jnp.asarray(a, jnp.float32) for a in (kernel, u, h0))
+    f32 = objective(lambda k, u, h: fn(k, u, h, epsilon=0.5))
+    g32 = objective(lambda k, u, h: plain_euler(k, u, h, 0.5, gated))
+    for a, b in zip(jax.grad(f32, (0, 1, 2))(*args32), jax.grad(g32, (0, 1, 2))(*args32)):
+      assert a.dtype == jnp.float32
+      np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
+
+
+# -------------------------------------------------- shapes, transformations, errors
+
+
+@settings(max_examples=8)
+@given(steps=st.integers(1, 5), batch=st.lists(st.integers(1, 3), max_size=2),
+       unroll=st.integers(1, 4), activation=st.sampled_from(fused.ACTIVATIONS))
+def test_batch_shapes_and_unroll_property(steps, batch, unroll, activation):
+  batch = tuple(batch)
+  k = jax.random.split(jax.random.key(steps), 3)
+  kernel = jax.random.normal(k[0], (N, N)) / np.sqrt(N)
+  u = jax.random.normal(k[1], (steps,) + batch + (N,))
+  h0 = jax.random.normal(k[2], batch + (N,))
+  h_last, hs = fused.rnn_scan(kernel, u, h0, activation=activation, unroll=unroll)
+  ref_h, ref_hs = plain_rnn(kernel, u, h0, None, activation)
+  assert hs.shape == u.shape and h_last.shape == h0.shape
+  np.testing.assert_allclose(hs, ref_hs, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(h_last, ref_h, rtol=1e-5, atol=1e-6)
+
+
+def test_jit_vmap_and_checkpoint():
+  kernel, u, h0, bias = data(7, dtype=jnp.float32)
+  kernels = jnp.stack([kernel, 0.5 * kernel])
+
+  def loss(k, u, h, b):
+    return objective(lambda *a: fused.rnn_scan(*a, activation="tanh"))(k, u, h, b)
+
+  def ref(k, u, h, b):
+    return objective(lambda *a: plain_rnn(*a, "tanh"))(k, u, h, b)
+
+  got = jax.jit(jax.vmap(jax.grad(loss), in_axes=(0, None, None, None)))(kernels, u, h0, bias)
+  want = jax.vmap(jax.grad(ref), in_axes=(0, None, None, None))(kernels, u, h0, bias)
+  np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-5)
+  ck = jax.jit(jax.grad(jax.checkpoint(loss), argnums=(0, 1)))(kernel, u, h0, bias)
+  plain = jax.grad(loss, argnums=(0, 1))(kernel, u, h0, bias)
+  for a, b in zip(ck, plain):
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_dtype_is_preserved_and_inputs_cast(x64):
+  kernel, u, h0, bias = data(8, dtype=jnp.float32)
+  h_last, hs = fused.rnn_scan(kernel.astype(jnp.float64), u, h0, bias)
+  assert hs.dtype == jnp.float32 and h_last.dtype == jnp.float32
+  g = jax.grad(lambda k: jnp.sum(fused.rnn_scan(k, u, h0, bias)[1]))(kernel.astype(jnp.float64))
+  assert g.dtype == jnp.float64
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda k, u, h: fused.rnn_scan(k, u, h, activation="sigmoid"), "'activation'"),
+    (lambda k, u, h: fused.rnn_scan(k[:, :2], u, h), "'kernel'"),
+    (lambda k, u, h: fused.rnn_scan(k, u[..., :2], h), "'u'"),
+    (lambda k, u, h: fused.rnn_scan(k, u, h[:1]), "'h0'"),
+    (lambda k, u, h: fused.rnn_scan(k, u, h, jnp.zeros(2)), "'bias'"),
+    (lambda k, u, h: fused.rnn_scan(k, u, h, unroll=0), "'unroll'"),
+    (lambda k, u, h: fused.rnn_scan(k, u, h, seq_lengths=jnp.zeros(B)), "'seq_lengths'"),
+    (lambda k, u, h: fused.rnn_scan(k, u, h, mask=jnp.ones((T, B))), "'mask'"),
+    (lambda k, u, h: fused.rnn_scan(k, u[:0], h), "at least one time step"),
+    (lambda k, u, h: fused.euler_scan(k, u, h, epsilon=0.0), "'epsilon'"),
+    (lambda k, u, h: fused.euler_scan(k, u, h, epsilon=0.1, store="all"), "'store'"),
+    (lambda k, u, h: fused.gated_euler_scan(k, u, h, epsilon=0.1), "'u'"),
+])
+def test_errors(call, match):
+  kernel, u, h0, _ = data(9, dtype=jnp.float32)
+  with pytest.raises(ValueError, match=match):
+    call(kernel, u, h0)
+
+
+# ------------------------------------------------------ wiring into the library cells
+
+
+WIRED = [("exprnn", {}), ("scornn", {"activation": "tanh"}), ("nnrnn", {}),
+         ("lvf", {"integrator": "midpoint", "tau": 0.8}), ("rnn", {}), ("rnn_orth", {}),
+         ("antisymmetric", {"epsilon": 0.3}), ("gated_antisymmetric", {"epsilon": 0.3})]
+
+
+@pytest.mark.parametrize("name, kw", WIRED)
+def test_fused_scan_for_cell_matches_recurrent_layer(name, kw):
+  cell = cells.make_cell(name, N, **kw)
+  layer = layers.Recurrent(cell, return_carry=True, time_major=True)
+  x = jax.random.normal(jax.random.key(10), (T, B, 2))
+  lengths = jnp.asarray(LENGTHS)
+  params = layer.init(jax.random.key(11), x)["params"]
+  scan = fused.fused_scan_for_cell(cell)
+  assert scan is not None
+  h0 = jnp.zeros((B, N))
+
+  def via_layer(p):
+    return layer.apply({"params": p}, x, initial_carry=h0, seq_lengths=lengths)
+
+  def via_fused(p):
+    def run(m):
+      u = m.project_inputs(x)
+      return scan(m.prepare(dtype=u.dtype), h0, u, mask=mask_of(LENGTHS))
+    return cell.apply({"params": p["cell"]}, method=run)
+
+  for a, b in zip(via_fused(params), via_layer(params)):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+  g_f = jax.grad(objective(via_fused))(params)
+  g_l = jax.grad(objective(via_layer))(params)
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5),
+                         g_f, g_l)
+
+
+def test_fused_scan_for_cell_none_for_uncovered():
+  assert fused.fused_scan_for_cell(cells.make_cell("ncgru", N)) is None
+  assert fused.fused_scan_for_cell(cells.make_cell("lstm", N)) is None

@@ -1,0 +1,166 @@
+"""The scan layer: time-major / unroll / checkpoint variants, one prepare per sequence,
+jit / vmap, dtypes, bad inputs and carried state (truncated BPTT)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import linen as nn
+
+from lvf_jax import cells, layers
+
+N, M, B, T = 6, 3, 3, 7
+
+ALL_CELLS = sorted(cells.CELLS)
+CELL_KW = {"lvf": dict(integrator="midpoint", tau=0.8),
+           "ncgru": dict(orthogonal_reset=True)}
+
+
+def make(name, **kw):
+  return cells.make_cell(name, N, **{**CELL_KW.get(name, {}), **kw})
+
+
+def data(key=0, batch=B, steps=T):
+  return jax.random.normal(jax.random.key(key), (batch, steps, M))
+
+
+def init_params(module, x, seed=1):
+  return jax.jit(module.init)(jax.random.key(seed), x)["params"]
+
+
+def python_loop(cell, variables, x, carry, reverse=False):
+  """Reference: the cell's own ``__call__`` applied step by step in Python."""
+  ys = [None] * x.shape[1]
+  order = range(x.shape[1] - 1, -1, -1) if reverse else range(x.shape[1])
+  for t in order:
+    carry, ys[t] = cell.apply(variables, carry, x[:, t])
+  return carry, jnp.stack(ys, axis=1)
+
+
+def _close(a, b, tol=1e-5):
+  jax.tree_util.tree_map(lambda u, v: np.testing.assert_allclose(u, v, rtol=tol, atol=tol), a, b)
+
+
+@pytest.mark.parametrize("name", ["nnrnn", "lstm"])
+def test_time_major_unroll_checkpoint(name):
+  cell = make(name)
+  x = data(batch=2, steps=5)
+  base_layer = layers.Recurrent(cell)
+  params = init_params(base_layer, x, 1)
+  w = jax.random.normal(jax.random.key(3), (2, 5, N))
+  variants = [(base_layer, False), (layers.Recurrent(cell, time_major=True), True),
+              (layers.Recurrent(cell, unroll=3), False),
+              (layers.Recurrent(cell, checkpoint=True), False)]
+
+  def loss(layer, tm, p):
+    xx = jnp.swapaxes(x, 0, 1) if tm else x
+    y = layer.apply({"params": p}, xx)
+    y = jnp.swapaxes(y, 0, 1) if tm else y
+    return jnp.sum(y * w), y
+
+  @jax.jit
+  def run(p):
+    return [jax.value_and_grad(lambda q: loss(l, tm, q), has_aux=True)(p) for l, tm in variants]
+
+  (_, ref_y), ref_g = run(params)[0]
+  for (_, y), g in run(params)[1:]:
+    _close(y, ref_y)
+    _close(g, ref_g, tol=1e-4)
+
+
+def test_prepare_called_once_per_sequence():
+  """The layer evaluates the matrix function once; nn.RNN once per step."""
+  calls = []
+
+  class Counting(cells.ExpRNNCell):
+    def recurrent_matrix(self):
+      calls.append(1)
+      return super().recurrent_matrix()
+
+  cell = Counting(N)
+  x = data()
+  layer = layers.Recurrent(cell)
+  params = init_params(layer, x, 0)
+  calls.clear()
+  jax.make_jaxpr(lambda p: layer.apply({"params": p}, x))(params)
+  assert len(calls) == 1
+  calls.clear()
+  jax.make_jaxpr(lambda p: nn.RNN(cell).apply({"params": p}, x))(params)
+  assert len(calls) >= 1  # inside the scan body: evaluated at every step at run time
+
+
+def test_jit_and_vmap():
+  cell = make("lvf")
+  layer = layers.Recurrent(cell)
+  x = data()
+  params = init_params(layer, x, 1)
+  y = layer.apply({"params": params}, x)
+  y_jit = jax.jit(lambda p, xx: layer.apply({"params": p}, xx))(params, x)
+  _close(y, y_jit)
+  # unbatched (time, features) inputs vmapped over the batch
+  y_vmap = jax.vmap(lambda xx: layer.apply({"params": params}, xx))(x)
+  _close(y, y_vmap)
+  # vmap over parameter sets (e.g. an ensemble)
+  stacked = jax.tree_util.tree_map(lambda a: jnp.stack([a, 2 * a]), params)
+  y_ens = jax.vmap(lambda p: layer.apply({"params": p}, x))(stacked)
+  _close(y_ens[0], y)
+
+
+@pytest.mark.parametrize("name", ["lvf", "ncgru", "gated_antisymmetric", "lstm"])
+def test_dtypes(name):
+  cell = make(name)
+  layer = layers.Recurrent(cell)
+  x = data()
+  params = init_params(layer, x, 1)
+  y32 = layer.apply({"params": params}, x)
+  assert y32.dtype == jnp.float32
+  y_in16 = layer.apply({"params": params}, x.astype(jnp.bfloat16))  # f32 params: f32 compute
+  assert y_in16.dtype == jnp.float32
+  np.testing.assert_allclose(y_in16, y32, atol=3e-2)
+  layer16 = layers.Recurrent(make(name, dtype=jnp.bfloat16))
+  y16 = layer16.apply({"params": params}, x)
+  assert y16.dtype == jnp.bfloat16
+  np.testing.assert_allclose(np.asarray(y16, np.float32), y32, atol=1e-1)
+  assert jax.tree_util.tree_leaves(params)[0].dtype == jnp.float32
+
+
+def test_bad_inputs():
+  layer = layers.Recurrent(make("lvf"))
+  x = data()
+  params = init_params(layer, x, 1)
+  with pytest.raises(ValueError, match="Recurrent: inputs must have shape"):
+    layer.apply({"params": params}, jnp.zeros((M,)))
+  with pytest.raises(ValueError, match="LVFRNNCell: inputs must have 3 features"):
+    layer.apply({"params": params}, jnp.zeros((B, T, M + 2)))
+  with pytest.raises(ValueError, match="argument 'seq_lengths'"):
+    layer.apply({"params": params}, x, seq_lengths=jnp.array([1, 2]))
+  with pytest.raises(ValueError, match="argument 'seq_lengths'"):
+    layer.apply({"params": params}, x, seq_lengths=jnp.array([1.0, 2.0, 3.0]))
+
+
+def test_initial_carry_and_truncated_bptt():
+  """Running two chunks with the carry threaded equals one run over the whole sequence."""
+  layer = layers.Recurrent(make("exprnn"), return_carry=True)
+  x = data(steps=8)
+  params = init_params(layer, x, 1)
+  c_full, y_full = layer.apply({"params": params}, x)
+  c1, y1 = layer.apply({"params": params}, x[:, :5])
+  c2, y2 = layer.apply({"params": params}, x[:, 5:], initial_carry=c1)
+  _close(c_full, c2)
+  _close(y_full, jnp.concatenate([y1, y2], axis=1))
+
+
+@pytest.mark.parametrize("name", ["ncgru", "gated_antisymmetric"])
+def test_pure_step_on_unbound_cell(name):
+  """prepare / project_inputs / step compose outside Flax: scan_steps with the unbound step."""
+  cell = make(name)
+  layer = layers.Recurrent(cell)
+  x = data()
+  params = init_params(layer, x)
+  v = {"params": params["cell"]}
+  prep = cell.apply(v, method=lambda c: c.prepare())
+  u = cell.apply(v, jnp.swapaxes(x, 0, 1), method=lambda c, xx: c.project_inputs(xx))
+  carry0 = jnp.zeros((B, N), jnp.float32)
+  step = jax.jit(cell.step)  # unbound: reads only static hyperparameters
+  _, ys = layers.scan_steps(step, prep, carry0, u)
+  _close(jnp.swapaxes(ys, 0, 1), layer.apply({"params": params}, x))

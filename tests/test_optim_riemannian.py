@@ -1,0 +1,400 @@
+"""Riemannian optax transforms (lvf_jax.optim): scoRNN, Neumann-Cayley (NC-GRU Alg. 1),
+multiplicative Cayley (Wisdom et al.), re-orthonormalisation.
+
+References are independent NumPy transcriptions of the papers' update equations and autodiff
+through the scaled Cayley map. optax's Adam/RMSprop do not run under strict dtype promotion,
+so calls into them are traced under a local ``jax.numpy_dtype_promotion('standard')``.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from lvf_jax import geometry as g
+from lvf_jax import optim
+
+N, RHO = 12, 3
+STEPS = 10_000
+
+
+def standard(f):
+  """Traces/runs ``f`` under standard dtype promotion (optax's Adam needs it)."""
+
+  @functools.wraps(f)
+  def wrapped(*args, **kwargs):
+    with jax.numpy_dtype_promotion("standard"):
+      return f(*args, **kwargs)
+
+  return wrapped
+
+
+def w0(n=N, rho=RHO, seed=0, dtype=jnp.float32):
+  a = g.cayley_init()(jax.random.key(seed), (n, n), dtype)
+  return g.scaled_cayley(a, rho)
+
+
+def np_d(n, rho):
+  return np.diag(np.concatenate([np.ones(n - rho), -np.ones(rho)]))
+
+
+# ------------------------------------------------------------------ 10k random updates
+
+RIEMANNIAN = {
+    "scornn_adam": lambda: optim.scornn(optax.adam(1e-2), RHO),
+    # reset_every does not divide 10,000: the last 16 updates are Neumann steps.
+    "neumann1": lambda: optim.neumann_cayley(optax.adam(1e-4), RHO, order=1, reset_every=64),
+    "neumann2": lambda: optim.neumann_cayley(optax.adam(1e-3), RHO, order=2, reset_every=64),
+    "neumann3": lambda: optim.neumann_cayley(optax.adam(1e-3), RHO, order=3, reset_every=64),
+    "multiplicative": lambda: optim.multiplicative_cayley(1e-2, reorthonormalize_every=64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RIEMANNIAN))
+def test_10k_random_updates_stay_orthogonal(name):
+  tx = RIEMANNIAN[name]()
+  params = {"cell": {"orthogonal": w0()}}
+
+  @jax.jit
+  @standard
+  def run(params):
+    def body(i, carry):
+      p, s, worst = carry
+      grads = jax.tree.map(
+          lambda w: jax.random.normal(jax.random.fold_in(jax.random.key(1), i), w.shape), p)
+      u, s = tx.update(grads, s, p)
+      p = optax.apply_updates(p, u)
+      return p, s, jnp.maximum(worst, g.orthogonality_error(p["cell"]["orthogonal"]))
+
+    return jax.lax.fori_loop(0, STEPS, body, (params, tx.init(params), jnp.float32(0)))
+
+  p, s, worst = run(params)
+  w = np.asarray(p["cell"]["orthogonal"])
+  assert np.all(np.isfinite(w))
+  assert jax.tree.all(jax.tree.map(lambda x: bool(np.all(np.isfinite(x))), s))
+  err = np.max(np.abs(w.T @ w - np.eye(N)))
+  assert err <= 1e-5, err
+  assert float(worst) <= 1e-5, float(worst)  # over the whole trajectory, not just the end
+  assert not np.allclose(w, np.asarray(params["cell"]["orthogonal"]), atol=1e-2)  # it moved
+
+
+def test_multiplicative_without_reorthonormalisation_drifts():
+  """The stabilisation is needed: without it float32 rounding accumulates (a sanity check
+  that the 10k test above can fail)."""
+  tx = optim.multiplicative_cayley(1e-2)
+  params = w0()
+
+  @jax.jit
+  def run(p):
+    def body(i, carry):
+      p, s = carry
+      u, s = tx.update(jax.random.normal(jax.random.fold_in(jax.random.key(1), i), p.shape),
+                       s, p)
+      return p + u, s
+
+    return jax.lax.fori_loop(0, STEPS, body, (p, tx.init(p)))[0]
+
+  assert float(g.orthogonality_error(run(params))) > 1e-5
+
+
+# ------------------------------------------------------------------ scoRNN
+
+def np_scornn(w, a, grads, lr, rho):
+  """scoRNN eqs (3)-(6) with plain SGD, transcribed in NumPy (float64)."""
+  n = len(w)
+  d, eye = np_d(n, rho), np.eye(n)
+  out = []
+  for gmat in grads:
+    v = np.linalg.inv(eye + a).T @ gmat @ (d + w.T)
+    a = a - lr * (v.T - v)
+    w = np.linalg.solve(eye + a, eye - a) @ d
+    out.append(w)
+  return out
+
+
+def test_scornn_matches_numpy_transcription(x64):
+  rng = np.random.default_rng(0)
+  a0 = np.asarray(g.cayley_init()(jax.random.key(3), (N, N), jnp.float64))
+  w = np.linalg.solve(np.eye(N) + a0, np.eye(N) - a0) @ np_d(N, RHO)
+  grads = rng.standard_normal((20, N, N))
+  ref = np_scornn(w, a0, grads, 0.05, RHO)
+  tx = optim.scornn(optax.sgd(0.05), RHO)
+  p = jnp.asarray(w)
+  s = tx.init(p)
+  np.testing.assert_allclose(np.asarray(s.skew), a0, atol=1e-12)  # A recovered from W
+  update = jax.jit(tx.update)
+  for k, gmat in enumerate(grads):
+    u, s = update(jnp.asarray(gmat), s, p)
+    p = p + u
+    np.testing.assert_allclose(np.asarray(p), ref[k], atol=1e-10)
+
+
+def quadratic_loss(w, x, y):
+  """A fixed non-trivial loss of the column-form matrix ``W``."""
+  return 0.5 * jnp.sum(jnp.square(w @ x - y)) + jnp.sum(jnp.sin(w))
+
+
+@pytest.mark.parametrize("dtype,tol", [(jnp.float64, 1e-9), (jnp.float32, 2e-4)])
+def test_scornn_equals_autodiff_through_scaled_cayley(x64, dtype, tol):
+  """Same inner Adam on (a) the triu parameter of ``scaled_cayley(skew_from_triu(B))`` by
+  autodiff, and (b) ``W`` itself by the scoRNN transform: the W trajectories coincide."""
+  key = jax.random.key(7)
+  x = jax.random.normal(key, (N, 5), dtype)
+  y = jax.random.normal(jax.random.fold_in(key, 1), (N, 5), dtype)
+  b = jnp.triu(g.cayley_init()(jax.random.key(4), (N, N), dtype), k=1)
+  cell = lambda b: g.scaled_cayley(g.skew_from_triu(b), RHO)
+  inner = optax.adam(3e-2)
+  tx = optim.scornn(inner, RHO)
+
+  @jax.jit
+  @standard
+  def step_autodiff(b, s):
+    grad = jax.grad(lambda b: quadratic_loss(cell(b), x, y))(b)
+    u, s = inner.update(grad, s, b)
+    return b + u, s
+
+  @jax.jit
+  @standard
+  def step_riemannian(w, s):
+    u, s = tx.update(jax.grad(quadratic_loss)(w, x, y), s, w)
+    return w + u, s
+
+  w = cell(b)
+  sb = standard(inner.init)(b)
+  sw = standard(tx.init)(w)
+  for _ in range(25):
+    b, sb = step_autodiff(b, sb)
+    w, sw = step_riemannian(w, sw)
+    np.testing.assert_allclose(np.asarray(w), np.asarray(cell(b)), atol=tol)
+  assert w.dtype == dtype
+  # The trajectory really moved and decreased the loss.
+  assert float(quadratic_loss(w, x, y)) < float(quadratic_loss(cell(jnp.triu(
+      g.cayley_init()(jax.random.key(4), (N, N), dtype), k=1)), x, y)) - 1.0
+
+
+# ------------------------------------------------------------------ Neumann-Cayley
+
+def np_nc_gru(w, a, grads, lr, rho, order, reset_every):
+  """NC-GRU Alg. 1 with plain SGD (so dA = lr * grad), transcribed in NumPy (float64)."""
+  n = len(w)
+  d, eye = np_d(n, rho), np.eye(n)
+  a_t = np.linalg.inv(eye + a)  # line 2
+  out = []
+  for k, gmat in enumerate(grads, start=1):
+    v = a_t.T @ gmat @ (d + w.T)  # line 4
+    delta = lr * (v.T - v)  # line 5
+    a = a - delta  # line 6
+    if reset_every and k % reset_every == 0:
+      a_t = np.linalg.inv(eye + a)
+    else:
+      x = a_t @ delta
+      a_t = sum(np.linalg.matrix_power(x, i) for i in range(order + 1)) @ a_t  # line 7
+    w = a_t @ (eye - a) @ d  # line 8
+    out.append((w, a_t))
+  return out
+
+
+@pytest.mark.parametrize("order", [1, 2, 3])
+def test_neumann_cayley_matches_numpy_algorithm_1(x64, order):
+  rng = np.random.default_rng(order)
+  a0 = np.asarray(g.cayley_init()(jax.random.key(5), (N, N), jnp.float64))
+  w = np.linalg.solve(np.eye(N) + a0, np.eye(N) - a0) @ np_d(N, RHO)
+  grads = rng.standard_normal((25, N, N))
+  ref = np_nc_gru(w, a0, grads, 0.01, RHO, order, reset_every=10)
+  tx = optim.neumann_cayley(optax.sgd(0.01), RHO, order=order, reset_every=10, threshold=1.0)
+  update = jax.jit(tx.update)
+  p, s = jnp.asarray(w), tx.init(jnp.asarray(w))
+  for k, gmat in enumerate(grads):
+    u, s = update(jnp.asarray(gmat), s, p)
+    p = p + u
+    np.testing.assert_allclose(np.asarray(p), ref[k][0], atol=1e-10)
+    np.testing.assert_allclose(np.asarray(s.inverse), ref[k][1], atol=1e-10)
+  assert int(s.num_resets) == 2 and int(s.num_invalid) == 0
+
+
+def test_neumann_tracks_exact_inverse_within_bound(x64):
+  """Order 2 with resets every 8 updates and an *Adam* inner optimiser: the carried inverse
+  stays within the first-order error recursion of the truncated series,
+  ``e_k <= (1 + 2y + 3y^2) e_{k-1} + ||X||^3 / (1 - ||X||) ||Ainv||``, ``y = ||dA|| ||Ainv||``
+  (the series remainder of eq 18 plus the propagated error), and returns to the exact
+  inverse at each reset."""
+  tx = optim.neumann_cayley(optax.adam(2e-2), RHO, order=2, reset_every=8, threshold=1.0)
+  p = w0(dtype=jnp.float64)
+  s = standard(tx.init)(p)
+  update = jax.jit(standard(tx.update))
+  bound, worst_ratio, errors = 0.0, 0.0, []
+  for k in range(1, 41):
+    a_prev, inv_prev = np.asarray(s.skew), np.asarray(s.inverse)
+    u, s = update(jax.random.normal(jax.random.key(k), p.shape, p.dtype), s, p)
+    p = p + u
+    a = np.asarray(s.skew)
+    exact = np.linalg.inv(np.eye(N) + a)
+    err = np.linalg.norm(np.asarray(s.inverse) - exact, 2)
+    errors.append(err)
+    delta = a_prev - a
+    x = np.linalg.norm(inv_prev @ delta, "fro")
+    np.testing.assert_allclose(float(s.residual_norm), x, rtol=1e-10)
+    if k % 8 == 0:
+      assert err < 1e-13
+      bound = 0.0
+    else:
+      y = np.linalg.norm(delta, 2) * np.linalg.norm(inv_prev, 2)
+      bound = (1 + 2 * y + 3 * y * y) * bound + x ** 3 / (1 - x) * np.linalg.norm(inv_prev, 2)
+      assert err <= bound + 1e-14, (k, err, bound)
+      worst_ratio = max(worst_ratio, err / bound)
+  assert max(errors) > 1e-9  # the approximation is really used (not exact every step)
+  assert worst_ratio > 1e-3  # and the bound is not vacuous
+  assert int(s.num_resets) == 5
+
+
+def test_neumann_uses_the_actual_adam_step(x64):
+  """The series is applied to the step Adam actually took, dA = A_prev - A_new (the
+  reference code used lr * grad, which is wrong for Adam): check line 7 of Alg. 1 in NumPy
+  from the states, and that lr * (V^T - V) would *not* reproduce it."""
+  tx = optim.neumann_cayley(optax.adam(1e-2), RHO, order=2, reset_every=None)
+  p = w0(dtype=jnp.float64)
+  s = standard(tx.init)(p)
+  update = jax.jit(standard(tx.update))
+  for k in range(3):
+    gmat = jax.random.normal(jax.random.key(k), p.shape, p.dtype)
+    a_prev, inv_prev, w_prev = np.asarray(s.skew), np.asarray(s.inverse), np.asarray(p)
+    u, s = update(gmat, s, p)
+    p = p + u
+    delta = a_prev - np.asarray(s.skew)
+    x = inv_prev @ delta
+    np.testing.assert_allclose(np.asarray(s.inverse), (np.eye(N) + x + x @ x) @ inv_prev,
+                               atol=1e-12)
+    v = inv_prev.T @ np.asarray(gmat) @ (np_d(N, RHO) + w_prev.T)
+    assert np.max(np.abs(delta - 1e-2 * (v.T - v))) > 1e-3  # Adam's step is not SGD's
+
+
+def test_neumann_error_decreases_with_order(x64):
+  """Without resets, on the same gradient sequence, the inverse error ordering is
+  order 1 > order 2 > order 3 (the remainder is O(||X||^{order+1}))."""
+  errs = {}
+  for order in (1, 2, 3):
+    tx = optim.neumann_cayley(optax.sgd(1e-3), RHO, order=order, reset_every=None)
+    p = w0(dtype=jnp.float64)
+    s = tx.init(p)
+    update = jax.jit(tx.update)
+    for k in range(10):
+      u, s = update(jax.random.normal(jax.random.key(k), p.shape, p.dtype), s, p)
+      p = p + u
+    errs[order] = np.max(np.abs(np.asarray(s.inverse) - np.linalg.inv(
+        np.eye(N) + np.asarray(s.skew))))
+    assert int(s.num_resets) == 0
+  assert errs[1] > 10 * errs[2] > 100 * errs[3] > 0, errs
+
+
+def test_validity_check_forces_reset():
+  tx = optim.neumann_cayley(optax.sgd(1.0), RHO, order=2, reset_every=None, threshold=0.5)
+  p = w0()
+  s = tx.init(p)
+  # A small step: no reset.
+  u, s = tx.update(1e-4 * jnp.ones_like(p), s, p)
+  p = p + u
+  assert int(s.num_resets) == 0 and float(s.residual_norm) < 0.5
+  # A huge step: ||Ainv dA||_F >= 0.5, the series is invalid, the exact inverse is used.
+  big = 50.0 * jax.random.normal(jax.random.key(0), p.shape)
+  u, s = jax.jit(tx.update)(big, s, p)
+  p = p + u
+  assert float(s.residual_norm) >= 0.5
+  assert int(s.num_invalid) == 1 and int(s.num_resets) == 1
+  exact = np.linalg.inv(np.eye(N) + np.asarray(s.skew, np.float64))
+  np.testing.assert_allclose(np.asarray(s.inverse), exact, atol=1e-5)
+  assert float(g.orthogonality_error(p)) < 1e-5
+  # The same huge step with the check disabled (threshold 1, order 1) breaks orthogonality:
+  # the check is what saves it.
+  tx_bad = optim.neumann_cayley(optax.sgd(1.0), RHO, order=1, reset_every=None, threshold=1.0)
+  q = w0()
+  sb = tx_bad.init(q)
+  small = 0.02 * jax.random.normal(jax.random.key(0), q.shape)
+  u, sb = tx_bad.update(small, sb, q)
+  assert float(sb.residual_norm) < 1.0 and int(sb.num_resets) == 0
+  assert float(g.orthogonality_error(q + u)) > 1e-3
+
+
+def test_neumann_batched_leaf_and_masked_tree():
+  """Leading batch dimensions (stacked layers) and optax.MaskedNode holes are supported;
+  one invalid matrix resets the whole leaf."""
+  ws = jnp.stack([w0(seed=0), w0(seed=1)])
+  tx = optim.neumann_cayley(optax.sgd(0.05), RHO, reset_every=None)
+  s = tx.init(ws)
+  grads = jnp.stack([1e-5 * jnp.ones((N, N)), jax.random.normal(jax.random.key(0), (N, N))])
+  u, s = tx.update(grads, s, ws)
+  assert int(s.num_invalid) == 1
+  np.testing.assert_allclose(np.asarray(s.inverse), np.linalg.inv(
+      np.eye(N)[None] + np.asarray(s.skew)), atol=1e-5)
+  assert float(jnp.max(g.orthogonality_error(ws + u))) < 1e-5
+  masked = optax.masked(optim.scornn(optax.sgd(0.1), RHO), {"o": True, "b": False})
+  params = {"o": w0(), "b": jnp.ones((3,))}
+  st = masked.init(params)
+  u, st = masked.update({"o": jnp.ones((N, N)), "b": jnp.ones((3,))}, st, params)
+  assert float(g.orthogonality_error(params["o"] + u["o"])) < 1e-5
+  np.testing.assert_array_equal(np.asarray(u["b"]), np.ones(3))
+
+
+# ------------------------------------------------------------------ multiplicative Cayley
+
+def test_multiplicative_matches_numpy(x64):
+  """Wisdom et al. (2016) eq (10): A = G W^T - W G^T, W <- (I + lr/2 A)^{-1}(I - lr/2 A) W."""
+  rng = np.random.default_rng(1)
+  w = np.asarray(w0(dtype=jnp.float64))
+  tx = optim.multiplicative_cayley(0.1)
+  p, s = jnp.asarray(w), tx.init(jnp.asarray(w))
+  for _ in range(5):
+    gmat = rng.standard_normal((N, N))
+    a = gmat @ w.T - w @ gmat.T
+    w = np.linalg.inv(np.eye(N) + 0.05 * a) @ (np.eye(N) - 0.05 * a) @ w
+    u, s = tx.update(jnp.asarray(gmat), s, p)
+    p = p + u
+    np.testing.assert_allclose(np.asarray(p), w, atol=1e-12)
+
+
+def test_multiplicative_descends():
+  """A small step along -(G - W G^T W) decreases a smooth loss."""
+  x = jax.random.normal(jax.random.key(0), (N, 4))
+  y = jax.random.normal(jax.random.key(1), (N, 4))
+  tx = optim.multiplicative_cayley(1e-2)
+  w = w0()
+  s = tx.init(w)
+
+  @jax.jit
+  def step(w, s):
+    u, s = tx.update(jax.grad(quadratic_loss)(w, x, y), s, w)
+    return w + u, s
+
+  losses = []
+  for _ in range(20):
+    losses.append(float(quadratic_loss(w, x, y)))
+    w, s = step(w, s)
+  assert losses[-1] < losses[0] - 0.5
+  assert float(g.orthogonality_error(w)) < 1e-5
+
+
+@pytest.mark.parametrize("method", ["polar", "qr"])
+def test_orthonormalize_and_reorthonormalize(x64, method):
+  rng = np.random.default_rng(2)
+  m = np.asarray(w0(dtype=jnp.float64)) + 1e-3 * rng.standard_normal((N, N))
+  q = np.asarray(optim.orthonormalize(jnp.asarray(m), method))
+  assert np.max(np.abs(q.T @ q - np.eye(N))) < 1e-12
+  if method == "polar":  # U V^T from NumPy's SVD
+    uu, _, vt = np.linalg.svd(m)
+    np.testing.assert_allclose(q, uu @ vt, atol=1e-12)
+  else:  # Q R with positive diag(R)
+    r = q.T @ m
+    np.testing.assert_allclose(np.tril(r, -1), 0.0, atol=1e-12)
+    assert np.all(np.diag(r) > 0)
+  tx = optax.chain(optax.sgd(1e-2), optim.reorthonormalize(2, method))
+  p = jnp.asarray(np.asarray(w0(dtype=jnp.float64)))
+  s = tx.init(p)
+  grad = jnp.asarray(rng.standard_normal((N, N)))
+  u, s = tx.update(grad, s, p)  # update 1: passes the sgd step through
+  np.testing.assert_allclose(np.asarray(u), -1e-2 * np.asarray(grad), atol=1e-15)
+  u, s = tx.update(grad, s, p)  # update 2: projects W + u
+  assert float(g.orthogonality_error(p + u)) < 1e-12
+
+

@@ -1,0 +1,239 @@
+"""The training pipeline: learning, exact resume, NaN handling, checkpoints, the CLI."""
+
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from lvf_jax import train
+from lvf_jax.train import builders, checkpoints, loop
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def tiny(model="exprnn", task="copy", steps=6, **train_overrides):
+  c = train.base_config()
+  c.task.name = task
+  c.task.options = {"T": 8}
+  c.model.name = model
+  c.model.hidden = 16
+  c.train.steps = steps
+  c.train.batch_size = 8
+  c.train.eval_every = 3
+  c.train.checkpoint_every = 3
+  c.train.eval_size = 16
+  c.train.eval_batch_size = 16
+  c.train.log_every = 1
+  c.train.progress_bar = False
+  c.train.plot = False
+  c.train.tensorboard = False
+  for k, v in train_overrides.items():
+    c.train[k] = v
+  return c
+
+
+def test_loss_decreases_on_copy_for_an_orthogonal_model(tmp_path):
+  c = tiny("exprnn", steps=60)
+  c.optim.learning_rate = 3e-3
+  c.optim.lr_orth = 3e-4
+  c.train.eval_every = 60
+  c.train.checkpoint_every = 60
+  train.train_and_evaluate(c, str(tmp_path))
+  recs = [json.loads(l) for l in open(tmp_path / "metrics.jsonl")]
+  losses = [r["loss"] for r in recs if r["split"] == "train"]
+  assert len(losses) == 60
+  assert np.mean(losses[-10:]) < 0.7 * np.mean(losses[:5])
+
+
+def _final_state(c, workdir):
+  pipeline = builders.build_pipeline(c)
+  model = builders.build_model(c, pipeline)
+  tx = builders.build_optimizer(c)
+  state = loop.initial_state(c, model, pipeline, tx)
+  ck = checkpoints.Checkpointer(os.path.join(workdir, "checkpoints"))
+  try:
+    return ck.restore(state)
+  finally:
+    ck.close()
+
+
+@pytest.mark.parametrize("model", ["lvf", "nnrnn"])
+def test_resume_equals_uninterrupted(tmp_path, model):
+  straight, split = str(tmp_path / "straight"), str(tmp_path / "split")
+  c = tiny(model, steps=6)
+  c.model.dropout = 0.0
+  train.train_and_evaluate(c, straight)
+  half = tiny(model, steps=3)
+  train.train_and_evaluate(half, split)
+  summary = train.train_and_evaluate(c, split)  # resumes from step 3
+  assert summary["resumed_from"] == 3
+  a, b = _final_state(c, straight), _final_state(c, split)
+  assert int(a.step) == int(b.step) == 6
+  for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  # the metric history of the resumed run is the uninterrupted one
+  ra = [json.loads(l) for l in open(os.path.join(straight, "metrics.jsonl"))]
+  rb = [json.loads(l) for l in open(os.path.join(split, "metrics.jsonl"))]
+  assert [r["step"] for r in ra] == [r["step"] for r in rb]
+  np.testing.assert_allclose([r["loss"] for r in ra], [r["loss"] for r in rb], rtol=1e-6)
+
+
+def test_dropout_and_stacked_resume(tmp_path):
+  c = tiny("gru", steps=4)
+  c.model.num_layers = 2
+  c.model.dropout = 0.3
+  c.train.checkpoint_every = 2
+  train.train_and_evaluate(c, str(tmp_path / "a"))
+  c2 = tiny("gru", steps=2)
+  c2.model.num_layers = 2
+  c2.model.dropout = 0.3
+  train.train_and_evaluate(c2, str(tmp_path / "b"))
+  train.train_and_evaluate(c, str(tmp_path / "b"))
+  a, b = _final_state(c, str(tmp_path / "a")), _final_state(c, str(tmp_path / "b"))
+  for x, y in zip(jax.tree_util.tree_leaves(a.params), jax.tree_util.tree_leaves(b.params)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_interrupted_save_is_never_restored(tmp_path):
+  c = tiny("rnn", steps=3)
+  train.train_and_evaluate(c, str(tmp_path))
+  ckdir = tmp_path / "checkpoints"
+  # A save killed midway leaves only orbax's temporary directory behind.
+  partial = ckdir / "6.orbax-checkpoint-tmp-1234567890"
+  partial.mkdir()
+  (partial / "garbage").write_text("half-written")
+  ck = checkpoints.Checkpointer(str(ckdir))
+  try:
+    assert ck.latest_step() == 3
+  finally:
+    ck.close()
+  summary = train.train_and_evaluate(tiny("rnn", steps=4), str(tmp_path))
+  assert summary["resumed_from"] == 3 and summary["steps"] == 4
+
+
+def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypatch):
+  real = builders.build_pipeline
+
+  class Poisoned:
+    def __init__(self, inner):
+      self._inner = inner
+
+    def __getattr__(self, name):
+      return getattr(self._inner, name)
+
+    def train_batch(self, key, step):
+      batch = self._inner.train_batch(key, step)
+      bad = jnp.where(step >= 4, jnp.float32(jnp.nan), jnp.float32(1.0))
+      return batch._replace(inputs=batch.inputs * bad)
+
+  monkeypatch.setattr(builders, "build_pipeline", lambda c: Poisoned(real(c)))
+  c = tiny("exprnn", steps=8)
+  with pytest.raises(loop.NonFiniteLossError, match=r"non-finite loss \(nan\) at step 5.*step 3"):
+    train.train_and_evaluate(c, str(tmp_path))
+  state = _final_state(c, str(tmp_path))
+  assert int(state.step) == 3
+  assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree_util.tree_leaves(state.params))
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("model.hidden", 0, r"'model.hidden' must be an integer >= 1; got 0"),
+    ("task.name", "copyy", r"'task.name' must be one of \[.*'copy'.*; got 'copyy'"),
+    ("model.name", "lvff", r"make_cell: argument 'name' must be one of \["),
+    ("model.cell", {"tau": -1.0}, r"tau"),
+    ("train.steps", -5, r"'train.steps' must be an integer >= 1"),
+])
+def test_config_validation(field, value, match):
+  c = tiny("lvf")
+  section, key = field.split(".")
+  c[section][key] = value
+  with pytest.raises(ValueError, match=match):
+    train.validate_config(c)
+
+
+def test_rho_larger_than_hidden_is_rejected():
+  c = tiny("scornn")
+  c.model.cell = {"rho": 17}
+  with pytest.raises(ValueError, match=r"rho.*\[0, n=16\]; got 17"):
+    train.validate_config(c)
+
+
+def run_cli(*args, cwd=ROOT):
+  env = dict(os.environ, JAX_PLATFORMS="cpu")
+  return subprocess.run([sys.executable, "-m", "experiments.main", *args], cwd=cwd, env=env,
+                        capture_output=True, text=True, timeout=600)
+
+
+def test_cli_end_to_end(tmp_path):
+  wd = tmp_path / "run"
+  r = run_cli("--config=configs/copy.py:lvf", f"--workdir={wd}", "--config.train.steps=4",
+              "--config.task.options.T=6", "--config.model.hidden=8",
+              "--config.train.eval_every=2", "--config.train.eval_size=8",
+              "--config.train.batch_size=4", "--config.train.progress_bar=False")
+  assert r.returncode == 0, r.stderr[-2000:]
+  assert "no-memory baseline" in r.stdout
+  for name in ("metrics.jsonl", "summary.json", "curves.png", "config.json", "checkpoints"):
+    assert (wd / name).exists(), name
+  summary = json.loads((wd / "summary.json").read_text())
+  assert summary["steps"] == 4 and summary["model"] == "lvf"
+
+
+def test_cli_reports_bad_values_without_training(tmp_path):
+  wd = tmp_path / "bad"
+  r = run_cli("--config=configs/copy.py:lvf", f"--workdir={wd}", "--config.model.cell.tau=-1.0")
+  assert r.returncode == 2
+  assert "lvf_jax: error:" in r.stderr and "tau" in r.stderr
+  assert not (wd / "checkpoints").exists()
+  r = run_cli("--config=configs/copy.py:nosuchmodel", f"--workdir={wd}")
+  assert r.returncode != 0 and "valid models are" in r.stderr
+
+
+def load_config(task, model):
+  import importlib.util
+  spec = importlib.util.spec_from_file_location(f"cfg_{task}", os.path.join(ROOT, "configs", f"{task}.py"))
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  return mod.get_config(model)
+
+
+def shrink(c):
+  """The paper config at toy size: same model, cell options and optimiser method."""
+  c.task.options = {"T": 10}
+  c.model.hidden = 8
+  if "rho" in c.model.cell:
+    c.model.cell.rho = 3
+  if "rho" in c.optim:
+    c.optim.rho = 3
+  for k, v in dict(steps=2, batch_size=4, eval_every=2, eval_size=4, eval_batch_size=4,
+                   checkpoint_every=2, progress_bar=False, plot=False, tensorboard=False).items():
+    c.train[k] = v
+  return c
+
+
+TASK_NAMES = ("copy", "adding", "denoise", "parenthesis")
+MODEL_NAMES = ("lvf", "exprnn", "scornn", "ncgru", "antisymmetric", "gated_antisymmetric",
+               "nnrnn", "rnn", "rnn_orth", "lstm", "gru")
+
+
+@pytest.mark.parametrize("model", MODEL_NAMES)
+def test_every_model_trains_from_a_config(model, tmp_path):
+  task = TASK_NAMES[MODEL_NAMES.index(model) % len(TASK_NAMES)]
+  summary = train.train_and_evaluate(shrink(load_config(task, model)), str(tmp_path))
+  assert summary["steps"] == 2 and np.isfinite(summary["final_validation"]["loss"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", TASK_NAMES)
+@pytest.mark.parametrize("model", MODEL_NAMES)
+def test_every_model_on_every_task(task, model, tmp_path):
+  summary = train.train_and_evaluate(shrink(load_config(task, model)), str(tmp_path))
+  assert np.isfinite(summary["final_validation"]["loss"])
+
+
+def test_configs_list_valid_models():
+  with pytest.raises(ValueError, match=r"configs/adding.py: unknown model 'foo'; valid models"):
+    load_config("adding", "foo")

@@ -1,0 +1,435 @@
+"""Training on the real datasets (lvf_jax.train.pipelines + configs/<dataset>.py), offline.
+
+Every dataset trains end to end from its config at toy size; the truncated-BPTT state is
+really carried across batches (and reset at epoch starts); evaluation averages are weighted by
+real examples / tokens / frames and match direct NumPy computations over the whole split;
+a run resumed on a real dataset equals an uninterrupted one.
+
+Datasets are prepared once per session into a temporary TFDS directory (set
+``LVF_JAX_TEST_TFDS_DIR`` to reuse a prepared cache between sessions). Tests needing
+shared/data skip, with the reason shown, where it is absent. CIFAR-10 runs on
+``tfds.testing.mock_data``; TIMIT on a small synthetic LDC-style tree.
+"""
+
+import importlib.util
+import json
+import math
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import tensorflow_datasets as tfds
+
+from lvf_jax import data
+from lvf_jax import train
+from lvf_jax.data import paths
+from lvf_jax.train import builders, checkpoints, loop, pipelines
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RAW = paths.raw_data_dir()
+SUBDIR = {"mnist": "mnist", "pmnist": "mnist", "ptb_char": "ptb", "ptb_word": "ptb",
+          "jsb": "polyphonic", "musedata": "polyphonic", "nottingham": "polyphonic",
+          "piano_midi": "polyphonic", "fsdd": "fsdd"}
+
+
+def _needs(dataset):
+  sub = SUBDIR.get(dataset)
+  return pytest.mark.skipif(sub is not None and not (RAW / sub).is_dir(),
+                            reason=f"shared data '{sub}' not found under {RAW} "
+                                   f"(set {paths.DATA_DIR_ENV})")
+
+
+@pytest.fixture(scope="session")
+def tfds_dir(tmp_path_factory):
+  tfds.disable_progress_bar()
+  reuse = os.environ.get("LVF_JAX_TEST_TFDS_DIR")
+  return reuse if reuse else str(tmp_path_factory.mktemp("tfds_train"))
+
+
+def load_config(dataset, model):
+  spec = importlib.util.spec_from_file_location(
+      f"cfg_{dataset}", os.path.join(ROOT, "configs", f"{dataset}.py"))
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  return mod.get_config(model)
+
+
+TOY_OPTIONS = {
+    "classification": dict(max_train_examples=10, max_eval_examples=6),
+    "lm": dict(max_train_tokens=97, max_eval_tokens=61, bptt=8),  # 3 chunks of 4 x 8
+    "next_step": dict(max_len=12, max_train_examples=8, max_eval_examples=5, pad_multiple=4),
+}
+FAMILY = {**{d: "classification" for d in ("mnist", "pmnist", "cifar10", "cifar10_noise")},
+          **{d: "lm" for d in ("ptb_char", "ptb_word")},
+          **{d: "next_step" for d in ("jsb", "musedata", "nottingham", "piano_midi", "fsdd",
+                                      "timit")}}
+
+
+def toy(dataset, model, tfds_dir, *, hidden=6, steps=2, **options):
+  """The dataset's config for ``model`` at toy size (same model, cell options, optimiser)."""
+  c = load_config(dataset, model)
+  c.task.options.tfds_dir = str(tfds_dir)
+  for k, v in {**TOY_OPTIONS[FAMILY[dataset]], **options}.items():
+    c.task.options[k] = v
+  if "embed_dim" in c.task.options:
+    c.task.options.embed_dim = 5
+  if isinstance(c.model.hidden, tuple):
+    c.model.hidden = (hidden,) * len(c.model.hidden)
+  else:
+    c.model.hidden = hidden
+  if "rho" in c.model.cell:
+    c.model.cell.rho = 2
+  if "rho" in c.optim:
+    c.optim.rho = 2
+  for k, v in dict(steps=steps, batch_size=4, eval_batch_size=4, eval_every=steps,
+                   checkpoint_every=steps, log_every=1, progress_bar=False, plot=False,
+                   tensorboard=False).items():
+    c.train[k] = v
+  return c
+
+
+def _sphere(x, rate=16000):
+  head = (f"NIST_1A\n   1024\nsample_count -i {x.size}\nsample_rate -i {rate}\n"
+          "channel_count -i 1\nsample_byte_format -s2 01\nsample_n_bytes -i 2\n"
+          "sample_coding -s3 pcm\nend_head\n").encode()
+  return head + b" " * (1024 - len(head)) + x.astype("<i2").tobytes()
+
+
+@pytest.fixture(scope="session")
+def timit_raw(tmp_path_factory):
+  """A small synthetic LDC-style TIMIT tree (TIMIT itself is licensed)."""
+  raw = tmp_path_factory.mktemp("timit_raw")
+  rng = np.random.default_rng(0)
+  layout = {("TRAIN", "DR1", "FCJF0"): ["SI648", "SX37", "SX38", "SX39", "SX40"],
+            ("TRAIN", "DR2", "FAEM0"): ["SI762", "SX42", "SX43", "SX44"],
+            ("TEST", "DR1", "MDAB0"): ["SI1039", "SX139", "SX140"],  # core test speaker
+            ("TEST", "DR2", "MABC0"): ["SI1620", "SX26", "SX27"]}
+  for (part, dr, spk), utts in layout.items():
+    d = raw / "timit" / part / dr / spk
+    d.mkdir(parents=True)
+    for u in utts:
+      (d / f"{u}.WAV").write_bytes(_sphere((3000 * rng.standard_normal(1800)).astype(np.int16)))
+  return raw
+
+
+def _run(c, workdir):
+  summary = train.train_and_evaluate(c, str(workdir))
+  records = [json.loads(l) for l in open(os.path.join(str(workdir), "metrics.jsonl"))]
+  return summary, records
+
+
+# ---------------------------------------------------------------------------------------------
+# Every dataset trains from its config (one model per dataset here, all of them when slow)
+
+EXPECTED_KEYS = {"classification": {"loss", "accuracy"}, "lm": {"loss", "accuracy"},
+                 "next_step": {"loss"}}
+ONE_MODEL_EACH = [("mnist", "exprnn"), ("pmnist", "nnrnn"), ("ptb_char", "lvf"),
+                  ("ptb_word", "ncgru"), ("jsb", "lvf"), ("musedata", "scornn"),
+                  ("nottingham", "gru"), ("piano_midi", "rnn_orth"), ("fsdd", "lstm")]
+
+
+def _check_run(dataset, summary, records):
+  assert summary["steps"] == 2
+  val = summary["final_validation"]
+  assert EXPECTED_KEYS[FAMILY[dataset]] <= set(val)
+  assert all(np.isfinite(v) for v in val.values())
+  assert summary["test_at_best_validation"] is not None
+  assert len([r for r in records if r["split"] == "train"]) == 2
+  if dataset == "ptb_char":
+    assert val["bpc"] == pytest.approx(val["loss"] / math.log(2))
+  if dataset == "ptb_word":
+    assert val["perplexity"] == pytest.approx(math.exp(val["loss"]))
+
+
+@pytest.mark.parametrize("dataset,model", ONE_MODEL_EACH)
+def test_every_dataset_trains_from_its_config(dataset, model, tfds_dir, tmp_path):
+  if not (RAW / SUBDIR[dataset]).is_dir():
+    pytest.skip(f"shared data '{SUBDIR[dataset]}' not found under {RAW}")
+  _check_run(dataset, *_run(toy(dataset, model, tfds_dir), tmp_path))
+
+
+@pytest.mark.parametrize("dataset,model", [("cifar10", "antisymmetric"),
+                                           ("cifar10_noise", "gated_antisymmetric")])
+def test_cifar10_trains_on_mock_data(dataset, model, tmp_path):
+  with tfds.testing.mock_data(num_examples=12, policy=tfds.testing.MockPolicy.USE_CODE):
+    c = toy(dataset, model, tmp_path / "tfds", valid_size=4)
+    summary, records = _run(c, tmp_path / "run")
+  _check_run(dataset, summary, records)
+  assert "cifar" in summary["task"]
+
+
+def test_timit_trains_on_a_synthetic_tree(timit_raw, tmp_path):
+  c = toy("timit", "lvf", tmp_path / "tfds", data_dir=str(timit_raw))
+  _check_run("timit", *_run(c, tmp_path / "run"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dataset", [d for d in FAMILY if d not in ("cifar10", "cifar10_noise",
+                                                                     "timit")])
+@pytest.mark.parametrize("model", pipelines.MODELS)
+def test_every_model_on_every_dataset(dataset, model, tfds_dir, tmp_path):
+  if not (RAW / SUBDIR[dataset]).is_dir():
+    pytest.skip(f"shared data '{SUBDIR[dataset]}' not found under {RAW}")
+  _check_run(dataset, *_run(toy(dataset, model, tfds_dir), tmp_path))
+
+
+def test_configs_cover_every_model_and_paper_settings():
+  for dataset in FAMILY:
+    for model in pipelines.MODELS:
+      c = load_config(dataset, model)
+      assert c.task.name == dataset and c.model.name == model
+  lvf = load_config("jsb", "lvf")  # lvfRNN Table 5, JSB
+  assert (lvf.model.hidden, lvf.model.num_layers, lvf.model.dropout) == (300, 3, 0.3)
+  assert (lvf.optim.optimizer, lvf.optim.learning_rate, lvf.optim.clip_norm,
+          lvf.optim.lr_decay, lvf.model.cell.tau) == ("adam", 1.5e-3, 15.0, 0.5, 1.0)
+  ptb = load_config("ptb_char", "lvf")
+  assert (ptb.model.hidden, ptb.model.cell.tau, ptb.model.cell.div_penalty) == (1400, 5.0, 0.1)
+  nc = load_config("ptb_char", "ncgru")
+  assert nc.model.hidden == (430, 1000, 430) and nc.model.num_layers == 3
+  assert nc.model.cell.rho == nc.optim.rho == 50
+  timit = load_config("timit", "lvf")
+  assert (timit.model.hidden, timit.model.num_layers, timit.optim.optimizer,
+          timit.model.cell.div_penalty) == (255, 2, "rmsprop", 0.2)
+  assert load_config("pmnist", "exprnn").optim.learning_rate == 1e-3
+  assert load_config("mnist", "exprnn").optim.learning_rate == 7e-4
+  with pytest.raises(ValueError, match=r"configs/jsb.py: unknown model 'foo'; valid models"):
+    load_config("jsb", "foo")
+
+
+@pytest.mark.slow
+def test_matched_budgets_are_what_hidden_for_budget_gives():
+  from lvf_jax.models import hidden_for_budget
+  spec = importlib.util.spec_from_file_location("cfg_timit", os.path.join(ROOT, "configs",
+                                                                          "timit.py"))
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
+  for model, n in mod.MATCHED.items():
+    assert hidden_for_budget(model, 83121, 129, 129) == n, model
+
+
+@_needs("jsb")
+def test_unknown_option_is_rejected_with_the_valid_ones(tfds_dir):
+  c = toy("jsb", "rnn", tfds_dir)
+  c.task.options.unlock()
+  c.task.options.bptt = 5
+  with pytest.raises(ValueError, match=r"unknown config field\(s\) 'task.options.bptt'.*"
+                                       r"'max_len'"):
+    train.validate_config(c)
+
+
+# ---------------------------------------------------------------------------------------------
+# Batches are a pure function of (seed, step): epochs, start_batch
+
+
+@_needs("mnist")
+def test_host_batches_follow_the_epoch_order(tfds_dir):
+  c = toy("mnist", "rnn", tfds_dir)
+  p = builders.build_pipeline(c)
+  assert p.batches_per_epoch == 2  # 10 examples, batch 4, remainder dropped
+  expected = [b for epoch in range(3) for b in data.batches(p.train, 4, c.train.seed, epoch)]
+  for step, b in enumerate(expected):
+    got = p.host_batch(step)
+    np.testing.assert_array_equal(got["inputs"], b["inputs"])
+    np.testing.assert_array_equal(got["labels"], b["labels"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation weighting: padded last batches, tokens, frames
+
+
+def _params(c, p, model):
+  return builders.init_variables(model, p, jax.random.PRNGKey(3))
+
+
+@_needs("mnist")
+def test_classification_eval_weights_the_padded_last_batch(tfds_dir):
+  c = toy("mnist", "gru", tfds_dir)  # 6 validation examples in batches of 4: last has 2 real
+  p = builders.build_pipeline(c)
+  model = p.build_model(c)
+  variables = _params(c, p, model)
+  state = loop.TrainState(step=0, params=variables["params"], opt_state=None, extras={},
+                          carry=None, data_key=None, dropout_key=None)
+  got = loop._evaluate(jax.jit(loop.make_eval_step(model, p)), p, state, "validation")
+  full = p.split("validation").get_batch(np.arange(6))
+  logits = np.asarray(model.apply(variables, full["inputs"]), np.float64)
+  logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+  ce = -logp[np.arange(6), full["labels"]]
+  assert got["loss"] == pytest.approx(ce.mean(), rel=1e-5)
+  assert got["accuracy"] == pytest.approx(np.mean(logits.argmax(-1) == full["labels"]))
+
+
+@_needs("jsb")
+def test_music_eval_is_the_frame_average_over_whole_sequences(tfds_dir):
+  c = toy("jsb", "lstm", tfds_dir)  # 5 sequences, batches of 4 padded to a multiple of 4 steps
+  p = builders.build_pipeline(c)
+  model = p.build_model(c)
+  variables = _params(c, p, model)
+  state = loop.TrainState(step=0, params=variables["params"], opt_state=None, extras={},
+                          carry=None, data_key=None, dropout_key=None)
+  got = loop._evaluate(jax.jit(loop.make_eval_step(model, p)), p, state, "validation")
+  total, frames = 0.0, 0
+  for rec in p.split("validation").records(range(5)):  # one unpadded sequence at a time
+    roll = np.asarray(rec["roll"], np.float32)[:13]
+    x, y = roll[None, :-1], roll[1:].astype(np.float64)
+    z = np.asarray(model.apply(variables, x)[0], np.float64)
+    ll = y * -np.logaddexp(0, -z) + (1 - y) * -np.logaddexp(0, z)
+    total -= ll.sum()
+    frames += y.shape[0]
+  assert got["loss"] == pytest.approx(total / frames, rel=1e-5)
+
+
+@_needs("fsdd")
+def test_speech_eval_is_the_masked_mse_over_whole_sequences(tfds_dir):
+  c = toy("fsdd", "rnn", tfds_dir)
+  p = builders.build_pipeline(c)
+  model = p.build_model(c)
+  variables = _params(c, p, model)
+  state = loop.TrainState(step=0, params=variables["params"], opt_state=None, extras={},
+                          carry=None, data_key=None, dropout_key=None)
+  got = loop._evaluate(jax.jit(loop.make_eval_step(model, p)), p, state, "test")
+  se, count = 0.0, 0
+  for rec in p.split("test").records(range(5)):
+    f = np.asarray(rec["features"], np.float32)[:13]
+    pred = np.asarray(model.apply(variables, f[None, :-1])[0], np.float64)
+    se += np.square(pred - f[1:]).sum()
+    count += pred.size
+  assert got["loss"] == pytest.approx(se / count, rel=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Truncated BPTT: the carry is carried, reset at epoch starts, threaded through evaluation
+
+
+@pytest.fixture(scope="module")
+def ptb_setup(tfds_dir):
+  if not (RAW / "ptb").is_dir():
+    pytest.skip(f"shared data 'ptb' not found under {RAW}")
+  c = toy("ptb_char", "lstm", tfds_dir)
+  p = builders.build_pipeline(c)
+  model = p.build_model(c)
+  tx = builders.build_optimizer(c)
+  return c, p, model, tx
+
+
+def _forward(p, model, params, batch, carry):
+  (logits, carries), _ = p.forward(model, {"params": params}, batch, carry, deterministic=True,
+                                   rngs={}, mutable=False)
+  return logits, carries
+
+
+def _assert_trees_close(a, b, **kw):
+  la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+  assert len(la) == len(lb)
+  for x, y in zip(la, lb):
+    np.testing.assert_allclose(np.asarray(x), np.asarray(y), **kw)
+
+
+def test_tbptt_carry_is_carried_and_reset(ptb_setup):
+  c, p, model, tx = ptb_setup
+  assert p.batches_per_epoch == 3
+  step = jax.jit(loop.make_train_step(model, p, tx))
+  s0 = loop.initial_state(c, model, p, tx)
+  b0, b1, b3 = p.host_batch(0), p.host_batch(1), p.host_batch(3)
+  assert bool(b0["reset"]) and not bool(b1["reset"]) and bool(b3["reset"])  # epoch starts
+  s1, _, _ = step(s0, b0)
+  _, carry0 = _forward(p, model, s0.params, b0, s0.carry)
+  _assert_trees_close(s1.carry, carry0, rtol=1e-5, atol=1e-6)  # final state of batch 0 ...
+  s2, _, _ = step(s1, b1)
+  _, carry1 = _forward(p, model, s1.params, b1, s1.carry)  # ... is the initial state of batch 1
+  _assert_trees_close(s2.carry, carry1, rtol=1e-5, atol=1e-6)
+  assert any(np.abs(np.asarray(x)).max() > 0 for x in jax.tree_util.tree_leaves(s2.carry))
+  # rows continue: batch 1 from the carry of batch 0 == the second half of one long forward
+  long = {k: np.concatenate([b0[k], b1[k]], axis=1) for k in ("inputs", "targets", "mask")}
+  long["reset"] = np.asarray(True)
+  logits_long, _ = _forward(p, model, s0.params, long, p.initial_carry())
+  logits1, _ = _forward(p, model, s0.params, b1, carry0)
+  np.testing.assert_allclose(np.asarray(logits_long)[:, 8:], np.asarray(logits1), rtol=1e-4,
+                             atol=1e-5)
+  # reset on the first chunk of an epoch, carried otherwise
+  zeros = p.carry_for_batch(s2.carry, b3)
+  assert all(not np.asarray(x).any() for x in jax.tree_util.tree_leaves(zeros))
+  _assert_trees_close(p.carry_for_batch(s2.carry, b1), s2.carry)
+
+
+def test_lm_eval_threads_the_carry_and_weights_tokens(ptb_setup):
+  c, p, model, tx = ptb_setup
+  s0 = loop.initial_state(c, model, p, tx)
+  got = loop._evaluate(jax.jit(loop.make_eval_step(model, p)), p, s0, "validation")
+  chunks = list(p.eval_batches("validation"))  # 60 targets in 4 rows of 15: 2 chunks of 8
+  assert len(chunks) == 2 and float(chunks[-1]["mask"].sum()) == 4 * 7
+  whole = {k: np.concatenate([b[k] for b in chunks], axis=1) for k in ("inputs", "targets",
+                                                                       "mask")}
+  logits, _ = _forward(p, model, s0.params, whole, p.initial_carry(eval=True))
+  logits = np.asarray(logits, np.float64)
+  logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+  nll = -np.take_along_axis(logp, whole["targets"][..., None], -1)[..., 0]
+  m = whole["mask"]
+  assert m.sum() == 60
+  expected = (nll * m).sum() / m.sum()
+  assert got["loss"] == pytest.approx(expected, rel=1e-5)
+  assert got["bpc"] == pytest.approx(expected / math.log(2), rel=1e-5)
+
+
+def test_metric_definitions_by_hand(ptb_setup):
+  _, p, _, _ = ptb_setup
+  v = p.vocab_size
+  # uniform logits: cross-entropy ln V nats = log2 V bits per character
+  uniform = {"targets": np.zeros((1, 3), np.int32), "mask": np.ones((1, 3), np.float32)}
+  ce = float(p.loss(jnp.zeros((1, 3, v), jnp.float32), uniform))
+  assert ce == pytest.approx(math.log(v), rel=1e-6)
+  assert p.summarize({"loss": ce})["bpc"] == pytest.approx(math.log2(v), rel=1e-6)
+  # token weighting: two batches with 3 and 1 valid tokens average as 4 tokens
+  rng = np.random.default_rng(0)
+  logits = rng.standard_normal((2, 1, 3, v)).astype(np.float32)
+  targets = rng.integers(0, v, (2, 1, 3)).astype(np.int32)
+  masks = np.array([[[1, 1, 1]], [[1, 0, 0]]], np.float32)
+  records = []
+  for i in range(2):
+    batch = {"targets": targets[i], "mask": masks[i]}
+    records.append({"loss": p.loss(jnp.asarray(logits[i]), batch),
+                    "weight": p.batch_weight(batch)})
+  got = loop._mean_records(records)["loss"]
+  lg = logits.astype(np.float64)
+  logp = lg - np.log(np.exp(lg).sum(-1, keepdims=True))
+  nll = -np.take_along_axis(logp, targets[..., None], -1)[..., 0]
+  assert got == pytest.approx((nll * masks).sum() / 4, rel=1e-5)
+  word = pipelines.LanguageModelPipeline.summarize(
+      type("P", (), {"name": "ptb_word"})(), {"loss": 2.0})
+  assert word["perplexity"] == pytest.approx(math.exp(2.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Resume on a real dataset (the TBPTT carry is part of the checkpoint)
+
+
+def _final_state(c, workdir):
+  p = builders.build_pipeline(c)
+  model = p.build_model(c)
+  tx = builders.build_optimizer(c)
+  state = loop.initial_state(c, model, p, tx)
+  ck = checkpoints.Checkpointer(os.path.join(str(workdir), "checkpoints"))
+  try:
+    return ck.restore(state)
+  finally:
+    ck.close()
+
+
+@_needs("ptb_char")
+def test_resume_equals_uninterrupted_on_ptb(tfds_dir, tmp_path):
+  straight, split = tmp_path / "straight", tmp_path / "split"
+  full = toy("ptb_char", "rnn", tfds_dir, steps=5)  # crosses an epoch boundary (3 chunks)
+  _run(full, straight)
+  _run(toy("ptb_char", "rnn", tfds_dir, steps=2), split)
+  summary, _ = _run(full, split)
+  assert summary["resumed_from"] == 2
+  a, b = _final_state(full, straight), _final_state(full, split)
+  assert int(a.step) == int(b.step) == 5
+  for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  ra = [json.loads(l) for l in open(straight / "metrics.jsonl")]
+  rb = [json.loads(l) for l in open(split / "metrics.jsonl")]
+  assert [r["step"] for r in ra if r["split"] == "train"] == list(range(1, 6))
+  np.testing.assert_allclose([r["loss"] for r in ra if r["split"] == "train"],
+                             [r["loss"] for r in rb if r["split"] == "train"], rtol=1e-6)
