@@ -9,8 +9,9 @@ Variants (all models: input projection -> recurrent layer -> linear readout -> s
 cross-entropy -> RMSprop; time-major data):
 
 * ``lvf_jax``   expRNN-style layer, ``K = expm(A - A^T)^T`` once per iteration,
-  :func:`lvf_jax.layers.fused.rnn_scan` (modReLU, custom VJP), hoisted input projection,
-  readout as one large product over all steps.
+  :func:`lvf_jax.layers.fused.rnn_scan` (modReLU, custom VJP), input projection inside
+  the loop when the input is narrow (``--projection``), readout as one large product over
+  all steps.
 * ``floor``     the FLOP floor: a forward scan doing only ``h <- h K`` (one ``(B, n) x
   (n, n)`` product per step), a backward scan doing only ``c <- c K^T``, and ONE
   ``(n, T B) x (T B, n)`` product for the weight gradient. No activation, no input,
@@ -25,16 +26,21 @@ cross-entropy -> RMSprop; time-major data):
 * ``lvf_jax_tanh`` the tanh RNN through :func:`~lvf_jax.layers.fused.rnn_scan`.
 
 Diagnostics (``--diagnostics``): the measured matmul rate at the two shapes of the floor,
-``expm`` forward+backward alone, and ``lvf_jax`` with the orthogonal matrix given as an
-input (no ``expm`` in the step).
+``expm`` forward+backward alone, ``lvf_jax`` with the orthogonal matrix given as an
+input (no ``expm`` in the step), ``lvf_jax`` with the hoisted projection, and the step
+without its recurrence (``diag_no_recurrence``: expm, readout, loss with the state
+cotangent, optimiser; no input-projection gradient, so a lower bound) -- work the floor
+does not contain and no fused recurrence removes.
 
 Usage::
 
-  python benchmarks/speed.py --settings copy220 copy220_b10 --repeats 40 \
-      --out docs/speed.md [--threads 2] [--diagnostics]
+  python benchmarks/speed.py [--settings copy1020 copy220 mnist784 copy220_b10]
+      [--repeats 40] [--budget SECONDS] [--diagnostics] [--out table.md]
 
-The script never changes JAX's global configuration of an importing program; it is meant to
-be run as a script (it sets ``XLA_FLAGS``/thread counts only when run as ``__main__``).
+Data are random batches of the right shapes (one-hot symbols for the copy task, pixel
+intensities for MNIST); speed does not depend on the values. Run as a script it sets
+``OPENBLAS_NUM_THREADS=1`` unless already set (see the note at the bottom). A GPU is used
+automatically when JAX's default backend is one (and ``cuda`` for the torch peer).
 """
 
 from __future__ import annotations
@@ -66,7 +72,8 @@ VARIANTS = ("lvf_jax", "floor", "torch", "torch_1t", "jax_plain", "jax_tanh", "l
 # ----------------------------------------------------------------------------- JAX
 
 
-def _jax_models(setting: dict, unroll: int, expm: str = "taylor", seed: int = 0):
+def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: str = "auto",
+                seed: int = 0):
   """Returns ``{variant: (step_fn, state)}``; ``step_fn(state) -> state`` (jitted)."""
   import jax
   import jax.numpy as jnp
@@ -118,7 +125,8 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", seed: int = 0)
 
   def cross_entropy(logits):
     # Softmax cross-entropy against a constant one-hot target (no gather/scatter).
-    lse = jax.nn.logsumexp(logits, axis=-1)
+    m = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
+    lse = jnp.log(jnp.sum(jnp.exp(logits - m), axis=-1)) + m[..., 0]
     return jnp.mean(lse - jnp.sum(logits * y_onehot, axis=-1))
 
   # Large products are written on 2-D operands: on XLA:CPU an einsum / dot_general on the
@@ -135,10 +143,17 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", seed: int = 0)
       return x * p["w_in"][None, :, :]  # (T, B, 1) * (1, 1, n): an outer product
     return (x.reshape((T * B, d)) @ p["w_in"]).reshape((T, B, n))
 
+  inloop = projection == "inloop" or (projection == "auto" and 4 * d <= n)
+
+  def fused_scan(k, p, b, activation):
+    if inloop:  # u_t = x_t W_in inside the loop: no (T, B, n) projected sequence
+      return fused.rnn_scan(k, x, h0, b, activation=activation, input_kernel=p["w_in"],
+                            unroll=unroll)
+    return fused.rnn_scan(k, project(p), h0, b, activation=activation, unroll=unroll)
+
   def loss_lvf(p, kernel=None):
     k = orthogonal_kernel(p, expm) if kernel is None else kernel
-    h_last, hs = fused.rnn_scan(k, project(p), h0, p["bias"], activation="modrelu",
-                                unroll=unroll)
+    h_last, hs = fused_scan(k, p, p["bias"], "modrelu")
     return readout_loss(p, hs, h_last)
 
   def loss_plain(p):
@@ -160,8 +175,7 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", seed: int = 0)
     return readout_loss(p, hs, h_last)
 
   def loss_tanh_fused(p):
-    h_last, hs = fused.rnn_scan(p["w"], project(p), h0, p["b"], activation="tanh",
-                                unroll=unroll)
+    h_last, hs = fused_scan(p["w"], p, p["b"], "tanh")
     return readout_loss(p, hs, h_last)
 
   def train_step(loss_fn):
@@ -207,6 +221,34 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", seed: int = 0)
   }
 
   # ---- diagnostics
+  def loss_hoisted(p):
+    k = orthogonal_kernel(p, expm)
+    h_last, hs = fused.rnn_scan(k, project(p), h0, p["bias"], activation="modrelu",
+                                unroll=unroll)
+    return readout_loss(p, hs, h_last)
+
+  # copy: the loss reads every state; MNIST: only the last one.
+  hs_const = jnp.tanh(jax.random.normal(keys[2], (T if every else 1, B, n), jnp.float32))
+  g_expm = jax.random.normal(keys[3], (n, n), jnp.float32) * 1e-3
+
+  def loss_no_recurrence(p, hs):
+    # The work of the lvf_jax step that the floor does not contain and that no fused
+    # recurrence removes: expm fwd+bwd, readout + loss (fwd and bwd, including the state
+    # cotangent dH), optimiser. (The input-projection gradient is left out: a lower bound.)
+    k = orthogonal_kernel(p, expm)
+    return readout_loss(p, hs, hs[-1]) + jnp.sum(k * g_expm)
+
+  @jax.jit
+  def no_recurrence_step(state):
+    p, s, _ = state
+    (g, dhs) = jax.grad(loss_no_recurrence, argnums=(0, 1))(p, hs_const)
+    upd, s = opt.update(g, s, p)
+    return optax.apply_updates(p, upd), s, dhs  # dH is materialised, as in the real step
+
+  models["diag_lvf_jax_hoisted"] = (train_step(loss_hoisted),
+                                    (exp_params, opt.init(exp_params)))
+  models["diag_no_recurrence"] = (no_recurrence_step,
+                                  (exp_params, opt.init(exp_params), hs_const))
   k_fixed = orthogonal_kernel(exp_params)
   no_expm = {kk: v for kk, v in exp_params.items()}
   no_expm["kernel"] = k_fixed
@@ -299,13 +341,13 @@ def _fmt_range(v):
 
 
 def run(settings, variants, repeats, warmup, threads, diagnostics, unroll, torch_device,
-        expm):
+        expm, projection, budget=None):
   import jax
   results = {}
   extra = {}
   for name in settings:
     s = SETTINGS[name]
-    models, flops = _jax_models(s, unroll, expm)
+    models, flops = _jax_models(s, unroll, expm, projection)
     fns = {}
     for v in variants:
       if v in ("torch", "torch_1t"):
@@ -326,8 +368,13 @@ def run(settings, variants, repeats, warmup, threads, diagnostics, unroll, torch
     times = {v: [] for v in fns}
     gc.collect()
     gc.disable()
+    start = time.perf_counter()
     try:
       for _ in range(repeats):
+        if budget is not None and time.perf_counter() - start > budget:
+          done = min(len(t) for t in times.values())
+          print(f"[{name}] time budget reached after {done} repetitions", file=sys.stderr)
+          break
         for v, (f, _) in fns.items():
           time.sleep(0.02)  # let the other runtime's spinning worker threads go idle
           t0 = time.perf_counter()
@@ -346,16 +393,16 @@ def run(settings, variants, repeats, warmup, threads, diagnostics, unroll, torch
 
 def table(results, extra, variants, diagnostics) -> str:
   cols = [v for v in variants]
-  head = ["Setting"]
+  head = ["Setting", "reps"]
   for v in cols:
-    head += [f"{v} median (ms)", "min–max"]
+    head += [f"{v} ms: median (min–max)"]
   head += ["lvf_jax / floor", "best torch / lvf_jax", "jax_plain / lvf_jax"]
   rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
   for name, times in results.items():
-    r = [SETTINGS[name]["label"]]
+    r = [SETTINGS[name]["label"], str(min(len(t) for t in times.values()))]
     for v in cols:
       t = times.get(v)
-      r += [_fmt(t), _fmt_range(t)]
+      r += ["—" if t is None else f"{_fmt(t)} ({_fmt_range(t)})"]
 
     def ratio(a, b):
       if a not in times or b not in times:
@@ -370,12 +417,19 @@ def table(results, extra, variants, diagnostics) -> str:
     rows.append("| " + " | ".join(r) + " |")
   out = "\n".join(rows)
   if diagnostics:
-    d_rows = ["", "| Setting | step product GFLOP/s | big product GFLOP/s | floor GFLOP/s | "
+    d_rows = ["", "", "| Setting | step product GFLOP/s | big product GFLOP/s | floor GFLOP/s | "
               "jsl expm fwd+bwd (ms) | expm_taylor fwd+bwd (ms) | lvf_jax without expm (ms) | "
-              "lvf_jax (ms) |",
-              "|---|---|---|---|---|---|---|---|"]
+              "lvf_jax hoisted projection (ms) | step without recurrence (ms) | "
+              "(floor + step without recurrence) / floor | lvf_jax (ms) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, times in results.items():
       fl = extra[name]
+
+      def bound(times):
+        if "floor" not in times or "diag_no_recurrence" not in times:
+          return "—"
+        fl_ = statistics.median(times["floor"])
+        return f"{(fl_ + statistics.median(times['diag_no_recurrence'])) / fl_:.2f}"
 
       def rate(v):
         return f"{fl[v] / statistics.median(times[v]) / 1e9:.0f}" if v in times else "—"
@@ -384,7 +438,9 @@ def table(results, extra, variants, diagnostics) -> str:
           f"| {SETTINGS[name]['label']} | {rate('diag_step_products')} | "
           f"{rate('diag_big_product')} | {rate('floor')} | "
           f"{_fmt(times.get('diag_expm_jsl'))} | {_fmt(times.get('diag_expm_taylor'))} | "
-          f"{_fmt(times.get('diag_lvf_jax_no_expm'))} | {_fmt(times.get('lvf_jax'))} |")
+          f"{_fmt(times.get('diag_lvf_jax_no_expm'))} | "
+          f"{_fmt(times.get('diag_lvf_jax_hoisted'))} | {_fmt(times.get('diag_no_recurrence'))} | "
+          f"{bound(times)} | {_fmt(times.get('lvf_jax'))} |")
     out += "\n".join(d_rows) + "\n"
   return out
 
@@ -395,11 +451,17 @@ def main(argv=None):
   p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
   p.add_argument("--repeats", type=int, default=40)
   p.add_argument("--warmup", type=int, default=3)
+  p.add_argument("--budget", type=float, default=None,
+                 help="stop a setting's repetitions after this many seconds (the table "
+                 "gives the number of repetitions actually run)")
   p.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
   p.add_argument("--unroll", type=int, default=1)
   p.add_argument("--expm", default="taylor", choices=["taylor", "jsl"],
                  help="matrix exponential of the lvf_jax variant: lvf_jax.layers.fused."
                  "expm_taylor (matmuls only) or jax.scipy.linalg.expm (LAPACK solves)")
+  p.add_argument("--projection", default="auto", choices=["auto", "hoisted", "inloop"],
+                 help="lvf_jax input projection: hoisted u = X W (one large product) or "
+                 "inside the loop (rnn_scan(input_kernel=W)); auto: in the loop when 4 d <= n")
   p.add_argument("--diagnostics", action="store_true")
   p.add_argument("--torch-device", default=None, help="cpu or cuda (default: cuda if "
                  "available and JAX runs on a GPU, else cpu)")
@@ -418,7 +480,8 @@ def main(argv=None):
       except ImportError:
         pass
   results, extra = run(args.settings, args.variants, args.repeats, args.warmup, args.threads,
-                       args.diagnostics, args.unroll, torch_device, args.expm)
+                       args.diagnostics, args.unroll, torch_device, args.expm,
+                       args.projection, args.budget)
   now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
   try:
     load = "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -429,7 +492,7 @@ def main(argv=None):
             f"Machine: {platform.machine()}, {os.cpu_count()} logical CPUs, JAX backend "
             f"{backend} ({jax.devices()[0].device_kind}), jax {jax.__version__}, torch device "
             f"{torch_device}; OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, "
-            f"expm={args.expm}, unroll={args.unroll}; medians of {args.repeats} interleaved repetitions, ms per "
+            f"expm={args.expm}, projection={args.projection}, unroll={args.unroll}; medians of {args.repeats} interleaved repetitions, ms per "
             f"training iteration.\n\n")
   md = header + table(results, extra, args.variants, args.diagnostics) + "\n"
   print(md)

@@ -99,9 +99,14 @@ def objective(fn):
 # ---------------------------------------------------------------------- rnn_scan
 
 
-@pytest.mark.parametrize("activation", fused.ACTIVATIONS)
-@pytest.mark.parametrize("use_bias, reverse, lengths",
-                         [(False, False, None), (True, True, LENGTHS), (True, False, LENGTHS)])
+FWD_CASES = [(a, *c) for a in ("tanh", "modrelu") for c in
+             [(False, False, None), (True, True, LENGTHS), (True, False, LENGTHS)]] + \
+            [("identity", True, True, LENGTHS), ("relu", True, False, LENGTHS)]
+GRAD_CASES = [(a, *c) for a in ("tanh", "modrelu") for c in CONFIGS] + \
+             [("identity", False, LENGTHS), ("relu", True, LENGTHS)]
+
+
+@pytest.mark.parametrize("activation, use_bias, reverse, lengths", FWD_CASES)
 def test_rnn_forward_matches_numpy(activation, use_bias, reverse, lengths, x64):
   kernel, u, h0, bias = data()
   b = bias if use_bias else None
@@ -115,8 +120,7 @@ def test_rnn_forward_matches_numpy(activation, use_bias, reverse, lengths, x64):
   np.testing.assert_allclose(h_last, ref_h, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("activation", fused.ACTIVATIONS)
-@pytest.mark.parametrize("reverse, lengths", CONFIGS)
+@pytest.mark.parametrize("activation, reverse, lengths", GRAD_CASES)
 def test_rnn_grads_match_autodiff_x64(activation, reverse, lengths, x64):
   kernel, u, h0, bias = data(1)
   mask = mask_of(lengths)
@@ -276,8 +280,11 @@ def test_errors(call, match):
 # ------------------------------------------------------ wiring into the library cells
 
 
-WIRED = [("exprnn", {}), ("scornn", {"activation": "tanh"}), ("nnrnn", {}),
-         ("lvf", {"integrator": "midpoint", "tau": 0.8}), ("rnn", {}), ("rnn_orth", {}),
+_SLOW = pytest.mark.slow  # same code path as exprnn / rnn: run with -m slow
+WIRED = [("exprnn", {}), pytest.param("scornn", {"activation": "tanh"}, marks=_SLOW),
+         pytest.param("nnrnn", {}, marks=_SLOW),
+         ("lvf", {"integrator": "midpoint", "tau": 0.8}), ("rnn", {}),
+         pytest.param("rnn_orth", {}, marks=_SLOW),
          ("antisymmetric", {"epsilon": 0.3}), ("gated_antisymmetric", {"epsilon": 0.3})]
 
 
@@ -312,3 +319,74 @@ def test_fused_scan_for_cell_matches_recurrent_layer(name, kw):
 def test_fused_scan_for_cell_none_for_uncovered():
   assert fused.fused_scan_for_cell(cells.make_cell("ncgru", N)) is None
   assert fused.fused_scan_for_cell(cells.make_cell("lstm", N)) is None
+
+
+# ------------------------------------------------------- in-loop input projection
+
+
+@pytest.mark.parametrize("activation, reverse, lengths",
+                         [("tanh", False, None), ("modrelu", True, LENGTHS)])
+def test_input_kernel_matches_hoisted_projection_x64(activation, reverse, lengths, x64):
+  kernel, _, h0, bias = data(12)
+  x = jax.random.normal(jax.random.key(13), (T, B, 2), jnp.float64)
+  w = jax.random.normal(jax.random.key(14), (2, N), jnp.float64)
+  mask = mask_of(lengths)
+  f = objective(lambda k, x, w, h, b: fused.rnn_scan(k, x, h, b, activation=activation,
+                                                     input_kernel=w, reverse=reverse,
+                                                     mask=mask))
+  g = objective(lambda k, x, w, h, b: plain_rnn(k, jnp.einsum("tbd,dn->tbn", x, w), h, b,
+                                                activation, reverse, mask))
+  np.testing.assert_allclose(f(kernel, x, w, h0, bias), g(kernel, x, w, h0, bias), rtol=1e-12)
+  for a, b in zip(jax.grad(f, argnums=tuple(range(5)))(kernel, x, w, h0, bias),
+                  jax.grad(g, argnums=tuple(range(5)))(kernel, x, w, h0, bias)):
+    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+
+
+def test_input_kernel_shape_error():
+  kernel, u, h0, _ = data(15, dtype=jnp.float32)
+  with pytest.raises(ValueError, match="'input_kernel'"):
+    fused.rnn_scan(kernel, u, h0, input_kernel=jnp.zeros((2, N)))
+
+
+# ------------------------------------------------------------------- expm_taylor
+
+
+def np_expm_taylor_reference(a):
+  """exp(A) by scaling and squaring of a long float64 Taylor series (independent of jax)."""
+  a = np.asarray(a, np.float64)
+  s = max(0, int(np.ceil(np.log2(max(np.abs(a).sum(0).max(), 1e-300) / 0.25))))
+  x = a / 2.0 ** s
+  term, out = np.eye(a.shape[0]), np.eye(a.shape[0])
+  for k in range(1, 30):
+    term = term @ x / k
+    out = out + term
+  for _ in range(s):
+    out = out @ out
+  return out
+
+
+@pytest.mark.parametrize("scale", [1e-3, 0.5, 3.0, 40.0])
+def test_expm_taylor_matches_series_and_is_orthogonal(scale, x64):
+  a = np.random.default_rng(0).standard_normal((8, 8)) * scale / 4
+  for m in (a, a - a.T):
+    got = np.asarray(fused.expm_taylor(jnp.asarray(m)))
+    want = np_expm_taylor_reference(m)
+    np.testing.assert_allclose(got, want, rtol=1e-12 * max(1.0, scale),
+                               atol=1e-12 * np.abs(want).max())
+  with jax.enable_x64(False):
+    skew = jnp.asarray(a - a.T, jnp.float32)
+    q = fused.expm_taylor(skew)
+    assert q.dtype == jnp.float32
+    np.testing.assert_allclose(q @ q.T, np.eye(8), atol=2e-5 * max(1.0, scale))
+
+
+def test_expm_taylor_grads(x64):
+  a = jnp.asarray(np.random.default_rng(1).standard_normal((5, 5)))
+  jtu.check_grads(fused.expm_taylor, (a,), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
+  jtu.check_grads(fused.expm_taylor, (4.0 * a,), order=1, modes=("rev",), atol=1e-5,
+                  rtol=1e-5)
+
+
+def test_expm_taylor_errors():
+  with pytest.raises(ValueError, match="expm_taylor: argument 'a'"):
+    fused.expm_taylor(jnp.zeros((2, 3)))

@@ -13,23 +13,13 @@ import pytest
 
 from lvf_jax import geometry as g
 from lvf_jax import optim
+from optim_helpers import orthogonal_start, standard
 
 N, RHO = 8, 2
 
 
-def standard(f):
-  """Traces/runs ``f`` under standard dtype promotion (optax's Adam needs it)."""
-
-  @functools.wraps(f)
-  def wrapped(*args, **kwargs):
-    with jax.numpy_dtype_promotion("standard"):
-      return f(*args, **kwargs)
-
-  return wrapped
-
-
 def w0(n=N, rho=RHO, seed=0):
-  return g.scaled_cayley(g.cayley_init()(jax.random.key(seed), (n, n)), rho)
+  return orthogonal_start(n, rho, seed)
 
 
 # ------------------------------------------------------------------ labeller

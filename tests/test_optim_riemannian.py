@@ -6,7 +6,6 @@ through the scaled Cayley map. optax's Adam/RMSprop do not run under strict dtyp
 so calls into them are traced under a local ``jax.numpy_dtype_promotion('standard')``.
 """
 
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -16,25 +15,14 @@ import pytest
 
 from lvf_jax import geometry as g
 from lvf_jax import optim
+from optim_helpers import orthogonal_start, standard
 
 N, RHO = 12, 3
 STEPS = 10_000
 
 
-def standard(f):
-  """Traces/runs ``f`` under standard dtype promotion (optax's Adam needs it)."""
-
-  @functools.wraps(f)
-  def wrapped(*args, **kwargs):
-    with jax.numpy_dtype_promotion("standard"):
-      return f(*args, **kwargs)
-
-  return wrapped
-
-
 def w0(n=N, rho=RHO, seed=0, dtype=jnp.float32):
-  a = g.cayley_init()(jax.random.key(seed), (n, n), dtype)
-  return g.scaled_cayley(a, rho)
+  return orthogonal_start(n, rho, seed, dtype)
 
 
 def np_d(n, rho):

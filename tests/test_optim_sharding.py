@@ -1,7 +1,6 @@
 """lvf_jax.optim transforms with parameters sharded over 4 CPU devices (tests/conftest.py sets
 XLA_FLAGS=--xla_force_host_platform_device_count=4 before importing jax)."""
 
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -13,23 +12,13 @@ from jax.sharding import PartitionSpec as P
 
 from lvf_jax import geometry as g
 from lvf_jax import optim
+from optim_helpers import orthogonal_start, standard
 
 RHO = 3
 
 
-def standard(f):
-  """Traces/runs ``f`` under standard dtype promotion (optax's Adam needs it)."""
-
-  @functools.wraps(f)
-  def wrapped(*args, **kwargs):
-    with jax.numpy_dtype_promotion("standard"):
-      return f(*args, **kwargs)
-
-  return wrapped
-
-
 def w0(n, rho=RHO, seed=0):
-  return g.scaled_cayley(g.cayley_init()(jax.random.key(seed), (n, n)), rho)
+  return orthogonal_start(n, rho, seed)
 
 
 # ------------------------------------------------------------------ sharding

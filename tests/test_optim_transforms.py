@@ -1,7 +1,6 @@
 """lvf_jax.optim transforms under jit, optax.inject_hyperparams, jax.eval_shape and optax.chain,
 and their errors for bad input (sharding: test_optim_sharding.py)."""
 
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -11,24 +10,13 @@ import pytest
 
 from lvf_jax import geometry as g
 from lvf_jax import optim
+from optim_helpers import orthogonal_start
 
 N, RHO = 12, 3
 
 
-def standard(f):
-  """Traces/runs ``f`` under standard dtype promotion (optax's Adam needs it)."""
-
-  @functools.wraps(f)
-  def wrapped(*args, **kwargs):
-    with jax.numpy_dtype_promotion("standard"):
-      return f(*args, **kwargs)
-
-  return wrapped
-
-
 def w0(n=N, rho=RHO, seed=0, dtype=jnp.float32):
-  a = g.cayley_init()(jax.random.key(seed), (n, n), dtype)
-  return g.scaled_cayley(a, rho)
+  return orthogonal_start(n, rho, seed, dtype)
 
 
 # ------------------------------------------------------------------ jit / inject / eval_shape

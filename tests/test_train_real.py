@@ -67,8 +67,10 @@ FAMILY = {**{d: "classification" for d in ("mnist", "pmnist", "cifar10", "cifar1
                                       "timit")}}
 
 
-def toy(dataset, model, tfds_dir, *, hidden=6, steps=2, **options):
+def toy(dataset, model, tfds_dir, *, hidden=None, steps=2, **options):
   """The dataset's config for ``model`` at toy size (same model, cell options, optimiser)."""
+  if hidden is None:  # a 6-unit tanh RNN's gradient overflows float32 over 784 MNIST steps
+    hidden = 8 if model == "rnn" else 6
   c = load_config(dataset, model)
   c.task.options.tfds_dir = str(tfds_dir)
   for k, v in {**TOY_OPTIONS[FAMILY[dataset]], **options}.items():
@@ -125,9 +127,15 @@ def _run(c, workdir):
 
 EXPECTED_KEYS = {"classification": {"loss", "accuracy"}, "lm": {"loss", "accuracy"},
                  "next_step": {"loss"}}
-ONE_MODEL_EACH = [("mnist", "exprnn"), ("pmnist", "nnrnn"), ("ptb_char", "lvf"),
-                  ("ptb_word", "ncgru"), ("jsb", "lvf"), ("musedata", "scornn"),
-                  ("nottingham", "gru"), ("piano_midi", "rnn_orth"), ("fsdd", "lstm")]
+# One dataset per family by default (ptb_char trains end to end in the resume test below);
+# the others go through the same pipeline classes with another file and are marked slow.
+_slow = pytest.mark.slow
+ONE_MODEL_EACH = [("mnist", "exprnn"), ("jsb", "lvf"), ("piano_midi", "rnn_orth"),
+                  ("fsdd", "lstm"), pytest.param("pmnist", "nnrnn", marks=_slow),
+                  pytest.param("ptb_char", "lvf", marks=_slow),
+                  pytest.param("ptb_word", "ncgru", marks=_slow),
+                  pytest.param("musedata", "scornn", marks=_slow),
+                  pytest.param("nottingham", "gru", marks=_slow)]
 
 
 def _check_run(dataset, summary, records):
@@ -289,13 +297,21 @@ def test_speech_eval_is_the_masked_mse_over_whole_sequences(tfds_dir):
   state = loop.TrainState(step=0, params=variables["params"], opt_state=None, extras={},
                           carry=None, data_key=None, dropout_key=None)
   got = loop._evaluate(jax.jit(loop.make_eval_step(model, p)), p, state, "test")
+  # the config standardises the inputs and centres the predictions on the training mean
+  assert c.task.options.standardize_inputs and c.task.options.center_targets
+  train_frames = np.concatenate([np.asarray(r["features"], np.float64)[1:13]
+                                 for r in p.train.records(range(len(p.train)))])
+  mean, std = train_frames.mean(0), train_frames.std(0)
+  np.testing.assert_allclose(p.frame_mean, mean, rtol=1e-5, atol=1e-4)
+  np.testing.assert_allclose(p.frame_std, std, rtol=1e-5, atol=1e-4)
   se, count = 0.0, 0
   for rec in p.split("test").records(range(5)):
     f = np.asarray(rec["features"], np.float32)[:13]
-    pred = np.asarray(model.apply(variables, f[None, :-1])[0], np.float64)
+    x = ((f[:-1] - mean) / std).astype(np.float32)
+    pred = np.asarray(model.apply(variables, x[None])[0], np.float64) + mean
     se += np.square(pred - f[1:]).sum()
     count += pred.size
-  assert got["loss"] == pytest.approx(se / count, rel=1e-5)
+  assert got["loss"] == pytest.approx(se / count, rel=1e-4)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -419,11 +435,12 @@ def _final_state(c, workdir):
 @_needs("ptb_char")
 def test_resume_equals_uninterrupted_on_ptb(tfds_dir, tmp_path):
   straight, split = tmp_path / "straight", tmp_path / "split"
-  full = toy("ptb_char", "rnn", tfds_dir, steps=5)  # crosses an epoch boundary (3 chunks)
+  full = toy("ptb_char", "lvf", tfds_dir, steps=5)  # crosses an epoch boundary (3 chunks)
   _run(full, straight)
-  _run(toy("ptb_char", "rnn", tfds_dir, steps=2), split)
+  _run(toy("ptb_char", "lvf", tfds_dir, steps=2), split)
   summary, _ = _run(full, split)
   assert summary["resumed_from"] == 2
+  _check_run("ptb_char", dict(summary, steps=2), [{"split": "train"}] * 2)
   a, b = _final_state(full, straight), _final_state(full, split)
   assert int(a.step) == int(b.step) == 5
   for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):

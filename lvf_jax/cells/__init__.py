@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from lvf_jax.cells.antisymmetric import AntisymmetricRNNCell, GatedAntisymmetricRNNCell
-from lvf_jax.cells.base import ACTIVATIONS, InputProjection, StructuredCell, compute_dtype
+from lvf_jax.cells.base import (ACTIVATIONS, InputProjection, KernelCell, StructuredCell,
+                                compute_dtype)
 from lvf_jax.cells.baselines import GRUCell, LSTMCell, OrthInitRNNCell, TanhRNNCell
 from lvf_jax.cells.lvf import LVFRNNCell
 from lvf_jax.cells.ncgru import NCGRUCell

@@ -251,3 +251,36 @@ class StructuredCell(nn.RNNCellBase):
   @property
   def num_feature_axes(self) -> int:
     return 1
+
+
+class KernelCell(StructuredCell):
+  """Cells whose step is ``h' = sigma(h @ K + u + b)`` with ``K = M^T``.
+
+  ``M`` is the paper's column-form recurrent matrix returned by ``recurrent_matrix()``
+  (lvfRNN's ``C_V``, expRNN's ``expm``, scoRNN's scaled Cayley, nnRNN's Schur form).
+  Subclasses create ``self.bias`` and ``self.input`` in ``setup``, define
+  ``recurrent_matrix`` and ``activation`` (``'modrelu'`` | ``'tanh'``), and may override
+  :meth:`regularize` to sow their regularisation terms. This is the family the fused
+  custom-VJP scan of :mod:`lvf_jax.layers.fused` accelerates.
+  """
+
+  def recurrent_matrix(self) -> Array:  # pragma: no cover - abstract
+    raise NotImplementedError
+
+  def regularize(self) -> None:
+    """Sows the cell's regularisation terms (called by :meth:`prepare`); none by default."""
+
+  def prepare(self, dtype: Optional[Dtype] = None) -> dict[str, Array]:
+    """Returns ``{'kernel': M^T, 'bias': b}`` (``M`` evaluated once) and sows the penalties."""
+    self.regularize()
+    prep = {"kernel": self.recurrent_matrix().T, "bias": self.bias}
+    return cast_tree(prep, self._prep_dtype(dtype))
+
+  def project_inputs(self, x: Array) -> Array:
+    return self.input(x, self._compute_dtype(x))
+
+  @nn.nowrap
+  def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
+    """``h' = sigma(h @ K + u + b)`` (pure)."""
+    h = activate(self.activation, carry @ prep["kernel"] + u, prep["bias"])
+    return h, h

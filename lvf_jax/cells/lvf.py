@@ -3,7 +3,7 @@ Orthogonal Recurrent Models", eqs 5, 6, 9-10, 16)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import jax.numpy as jnp
 from flax import linen as nn
@@ -15,7 +15,7 @@ from lvf_jax.layers import regularization
 Array = jnp.ndarray
 
 
-class LVFRNNCell(base.StructuredCell):
+class LVFRNNCell(base.KernelCell):
   r"""lvfRNN cell, eq (6): ``h_t = sigma(C_V h_{t-1} + U x_t + b)``.
 
   Row form (this library's convention): ``h_t = sigma(h_{t-1} @ K + x_t @ U + b)`` with
@@ -86,19 +86,8 @@ class LVFRNNCell(base.StructuredCell):
     d_v = geometry.directional_derivative(self.field())
     return geometry.get_integrator(self.integrator)(d_v, self.tau)
 
-  def prepare(self, dtype: Optional[base.Dtype] = None) -> dict[str, Array]:
-    """Returns ``{'kernel': C_V^T, 'bias': b}``; sows ``lambda ||div V||^2``."""
+  def regularize(self) -> None:
+    """Sows ``lambda ||div V||^2`` (lvfRNN Sec. 4.3) when ``div_penalty > 0``."""
     if self.div_penalty > 0:
       div = geometry.divergence(self.field())
       regularization.sow_loss(self, "div_penalty", self.div_penalty * jnp.sum(div * div))
-    prep = {"kernel": self.recurrent_matrix().T, "bias": self.bias}
-    return base.cast_tree(prep, self._prep_dtype(dtype))
-
-  def project_inputs(self, x: Array) -> Array:
-    return self.input(x, self._compute_dtype(x))
-
-  @nn.nowrap
-  def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
-    """``h' = sigma(h @ K + u + b)`` (pure)."""
-    h = base.activate(self.activation, carry @ prep["kernel"] + u, prep["bias"])
-    return h, h

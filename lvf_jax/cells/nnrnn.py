@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Union
+from typing import Callable, Optional, Union
 
 import jax.numpy as jnp
 from flax import linen as nn
@@ -16,7 +16,7 @@ from lvf_jax.layers import regularization
 Array = jnp.ndarray
 
 
-class NNRNNCell(base.StructuredCell):
+class NNRNNCell(base.KernelCell):
   r"""nnRNN cell, eq (5): ``V = P (Lambda + T) P^T``, ``h_t = modReLU(V h_{t-1} + U x_t, b)``.
 
   ``Lambda`` is block-diagonal with blocks ``gamma_i [[cos theta_i, -sin theta_i],
@@ -83,22 +83,11 @@ class NNRNNCell(base.StructuredCell):
     """``V = P (Lambda + T) P^T`` in column form."""
     return geometry.schur_form(self.schur_basis(), self.gamma, self.theta, self.triangular)
 
-  def prepare(self, dtype: Optional[base.Dtype] = None) -> dict[str, Array]:
-    """``{'kernel': V^T, 'bias': b}``; sows the ``gamma`` and ``T`` penalties."""
+  def regularize(self) -> None:
+    """Sows ``delta sum (gamma_i - 1)^2`` and ``t_decay ||T||^2`` (nnRNN Sec. 4)."""
     if self.delta > 0:
       d = self.gamma - 1.0
       regularization.sow_loss(self, "gamma_penalty", self.delta * jnp.sum(d * d))
     if self.t_decay > 0:
       t = jnp.tril(self.triangular, k=-1)
       regularization.sow_loss(self, "t_decay", self.t_decay * jnp.sum(t * t))
-    prep = {"kernel": self.recurrent_matrix().T, "bias": self.bias}
-    return base.cast_tree(prep, self._prep_dtype(dtype))
-
-  def project_inputs(self, x: Array) -> Array:
-    return self.input(x, self._compute_dtype(x))
-
-  @nn.nowrap
-  def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
-    """``h' = modReLU(h @ K + u, b)`` (pure)."""
-    h = base.activate(self.activation, carry @ prep["kernel"] + u, prep["bias"])
-    return h, h

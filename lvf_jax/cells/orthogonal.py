@@ -6,9 +6,8 @@ Both compute ``h_t = sigma(M h_{t-1} + U x_t)`` (paper's column form) with an or
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Union
+from typing import Callable, Optional, Union
 
-import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
@@ -49,7 +48,7 @@ def triu_param_init(skew_init: Callable) -> Callable:
   return init
 
 
-class _OrthogonalCell(base.StructuredCell):
+class _OrthogonalCell(base.KernelCell):
   """``h' = sigma(h @ M^T + x @ U + b)`` with a parameterised column-form matrix ``M``."""
 
   activation: str = "modrelu"
@@ -68,23 +67,6 @@ class _OrthogonalCell(base.StructuredCell):
     self.input = base.InputProjection(n, use_bias=False, kernel_init=self.kernel_init,
                                       param_dtype=self.param_dtype, owner=name)
     return n
-
-  def recurrent_matrix(self) -> Array:  # pragma: no cover - abstract
-    raise NotImplementedError
-
-  def prepare(self, dtype: Optional[base.Dtype] = None) -> dict[str, Array]:
-    """Returns ``{'kernel': M^T, 'bias': b}`` (``M`` evaluated once)."""
-    prep = {"kernel": self.recurrent_matrix().T, "bias": self.bias}
-    return base.cast_tree(prep, self._prep_dtype(dtype))
-
-  def project_inputs(self, x: Array) -> Array:
-    return self.input(x, self._compute_dtype(x))
-
-  @nn.nowrap
-  def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
-    """``h' = sigma(h @ K + u + b)`` (pure)."""
-    h = base.activate(self.activation, carry @ prep["kernel"] + u, prep["bias"])
-    return h, h
 
 
 class ExpRNNCell(_OrthogonalCell):

@@ -10,11 +10,12 @@ residuals than needed. The functions here run
   the carries ``H = (h_1, ..., h_T)`` (which are the outputs anyway);
 * a backward ``lax.scan`` that propagates **only** the state cotangent (one ``(B, n) x
   (n, n)`` product per step, the elementwise derivative fused into the loop) and emits the
-  pre-activation cotangents ``dZ``;
-* after the loop, **one** large product ``dK = H_prev^T dZ`` over all ``T * B`` rows (and
-  ``dbias = sum dZ``). The input cotangent is ``du = dZ`` itself, so when ``u = x W`` is
-  the hoisted input projection, the caller's autodiff turns ``dW = X^T dZ`` into one large
-  product as well.
+  pre-activation cotangents ``dZ`` -- also shifted by one step, ``S_t = dz_{t+1}``, so
+  that the weight gradient needs no shifted copy of the states;
+* after the loop, **one** large product ``dK = sum_t h_{t-1}^T dz_t = H^T S + h_0^T dz_0``
+  over all ``T * B`` rows (the modReLU bias gradient is accumulated in the loop). The
+  input cotangent is ``du = dZ`` itself, so when ``u = x W`` is the hoisted input
+  projection, the caller's autodiff turns ``dW = X^T dZ`` into one large product as well.
 
 Covered recurrences (row-vector convention ``h_t = sigma(h_{t-1} K + u_t + b)``):
 
@@ -39,10 +40,21 @@ pre-activations after the forward pass as **one** large product ``H_prev K + U``
 (``'recompute'``: no extra residual memory; one extra non-sequential GEMM, typically
 a few per cent of the step time).
 
+Input projection: pass ``u = x W`` (hoisted: one large product; the default, best when the
+input width ``d`` is comparable to ``n``) or, for narrow inputs (tokens, pixels: ``d`` much
+smaller than ``n``), pass the raw ``x`` with ``rnn_scan(..., input_kernel=W)``: ``x_t W``
+is then computed inside the loop, which saves writing and re-reading the ``(T, B, n)``
+projected sequence, while ``dW = X^T dZ`` and ``dX = dZ W^T`` stay one large product each.
+
 Memory: the residuals are the carries ``H`` (the outputs) plus, for ``store='activation'``,
-the activations. For very long sequences wrap the call in :func:`jax.checkpoint` (the
+the activations (plain autodiff of the same modReLU scan kept five ``T B n`` float arrays
+and one boolean one in the compiled HLO, jax 0.10.2). For very long sequences wrap the call in :func:`jax.checkpoint` (the
 forward scan is then re-run inside the backward pass and nothing is kept between the
 passes), or split the sequence into chunks.
+
+:func:`expm_taylor` is a matmul-only matrix exponential for ``prepare`` (see its docstring
+for why it is faster than ``jax.scipy.linalg.expm`` inside a training step on CPU), and
+:func:`fused_scan_for_cell` maps the library's cells to the scan that computes them.
 
 Masking: ``mask`` (boolean ``(T, *batch)``) or ``seq_lengths`` (int ``(*batch,)``) follow
 :class:`lvf_jax.layers.Recurrent`: where the mask is False the carry is frozen and the
@@ -103,7 +115,7 @@ def _prepare(fn: str, kernel, u, h0, bias, mask, seq_lengths, width: int):
   if kernel.ndim != 2 or kernel.shape != (n, n):
     raise ValueError(
         f"{fn}: argument 'kernel' must be a square matrix (n, n); got shape {kernel.shape}.")
-  if u.shape[-1] != width * n:
+  if width is not None and u.shape[-1] != width * n:
     raise ValueError(
         f"{fn}: argument 'u' must have {width * n} features (= {width} x n, n={n}); "
         f"got shape {u.shape}.")
@@ -137,7 +149,7 @@ def _prepare(fn: str, kernel, u, h0, bias, mask, seq_lengths, width: int):
           f"{fn}: argument 'mask' must be a bool array of shape (time, *batch) = "
           f"{(num_steps,) + batch_shape}; got {mask.dtype} of shape {mask.shape}.")
   b = math.prod(batch_shape)
-  u2 = u.reshape((num_steps, b, width * n))
+  u2 = u.reshape((num_steps, b, u.shape[-1]))
   h02 = h0.astype(dtype).reshape((b, n))
   mask2 = None if mask is None else mask.reshape((num_steps, b))
   return kernel.astype(dtype), u2, h02, bias, mask2, batch_shape
@@ -206,15 +218,17 @@ def _act_grad_from_output(name: str, h: Array, has_bias: bool) -> Optional[Array
   return None
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7))
-def _rnn_core(kernel, u, h0, bias, mask, activation, reverse, unroll):
-  hs = _rnn_forward(kernel, u, h0, bias, mask, activation, reverse, unroll)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7, 8))
+def _rnn_core(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll):
+  hs = _rnn_forward(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll)
   return _last_carry(h0, hs, reverse), hs
 
 
-def _rnn_forward(kernel, u, h0, bias, mask, activation, reverse, unroll):
+def _rnn_forward(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll):
   def body(h, xs):
     u_t, m_t = xs
+    if w_in is not None:  # in-loop input projection (small input width)
+      u_t = jnp.dot(u_t, w_in)
     h_new = _act_fwd(activation, jnp.dot(h, kernel) + u_t, bias)
     if m_t is not None:
       h_new = _mask_select(m_t, h_new, h)
@@ -224,22 +238,26 @@ def _rnn_forward(kernel, u, h0, bias, mask, activation, reverse, unroll):
   return hs
 
 
-def _rnn_fwd(kernel, u, h0, bias, mask, activation, reverse, unroll):
-  hs = _rnn_forward(kernel, u, h0, bias, mask, activation, reverse, unroll)
-  return (_last_carry(h0, hs, reverse), hs), (kernel, h0, bias, mask, hs)
+def _rnn_fwd(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll):
+  hs = _rnn_forward(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll)
+  x = None if w_in is None else u
+  return (_last_carry(h0, hs, reverse), hs), (kernel, w_in, x, h0, bias, mask, hs)
 
 
 def _rnn_bwd(activation, reverse, unroll, res, cts):
-  kernel, h0, bias, mask, hs = res
+  kernel, w_in, x, h0, bias, mask, hs = res
   dh_last, dhs = cts
   kernel_t = kernel.T
   has_bias = bias is not None
   # modReLU's bias gradient is sum dz * sign(h), not sum dz: accumulate it in the loop,
   # where h_t and dz_t are already in registers (saves a pass over two T B n arrays).
   acc_bias = has_bias and activation == "modrelu"
+  # With the projection inside the loop nobody needs dZ aligned with u: emit only the
+  # shifted sequence S and shift the (narrow) inputs instead.
+  emit_aligned = w_in is None
 
   def body(carry, xs):
-    c, db = carry
+    c, db, dz_prev = carry
     h_t, dy_t, m_t = xs
     g = c + dy_t
     d = _act_grad_from_output(activation, h_t, has_bias)
@@ -252,24 +270,49 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
     if m_t is not None:
       # The carry of a padded step is the old carry: its cotangent flows straight through.
       c_new = c_new + _mask_select(m_t, jnp.zeros((), c.dtype), g)
-    return (c_new, db), dz
+    # Emit the previously processed dz (dz_{t+1}; dz_{t-1} when reversed) at index t,
+    # aligned with h_t: dK = H^T S + h0^T dz_first needs no shifted copy of H.
+    return (c_new, db, dz), ((dz, dz_prev) if emit_aligned else dz_prev)
 
   db0 = jnp.zeros(kernel.shape[:1], kernel.dtype) if acc_bias else None
-  (dh0, db), dz = jax.lax.scan(body, (dh_last, db0), (hs, dhs, mask), reverse=not reverse,
-                               unroll=unroll)
-  d_kernel = _big_matmul_tn(_prev_states(h0, hs, reverse), dz)
+  (dh0, db, dz_first), ys = jax.lax.scan(
+      body, (dh_last, db0, jnp.zeros_like(dh_last)), (hs, dhs, mask), reverse=not reverse,
+      unroll=unroll)
+  dz, shifted = ys if emit_aligned else (None, ys)
+  d_kernel = _big_matmul_tn(hs, shifted) + jnp.dot(h0.T, dz_first)
   d_bias = None
   if has_bias:
-    d_bias = db if acc_bias else jnp.sum(dz, axis=(0, 1))
+    if acc_bias:
+      d_bias = db
+    else:
+      d_bias = jnp.sum(shifted, axis=(0, 1)) + jnp.sum(dz_first, axis=0)
   d_mask = None
-  return d_kernel, dz, dh0, d_bias, d_mask
+  if emit_aligned:
+    return d_kernel, None, dz, dh0, d_bias, d_mask
+  # Projection inside the loop: sum_t x_t^T dz_t = X_next^T S + x_first^T dz_first, with
+  # X_next[t] = x_{t+1} (x_{t-1} when reversed; zero past the end), a cheap (T, B, d) shift.
+  zero = jnp.zeros_like(x[:1])
+  if reverse:
+    x_next, x_first = jnp.concatenate([zero, x[:-1]], axis=0), x[-1]
+  else:
+    x_next, x_first = jnp.concatenate([x[1:], zero], axis=0), x[0]
+  d_w_in = _big_matmul_tn(x_next, shifted) + jnp.dot(x_first.T, dz_first)
+  # dX = dZ W^T, formed from S and shifted back (only evaluated if x is differentiated).
+  dx_shifted = jnp.dot(shifted.reshape((-1, shifted.shape[-1])), w_in.T).reshape(x.shape)
+  dx_first = jnp.dot(dz_first, w_in.T)[None]
+  if reverse:
+    d_x = jnp.concatenate([dx_shifted[1:], dx_first], axis=0)
+  else:
+    d_x = jnp.concatenate([dx_first, dx_shifted[:-1]], axis=0)
+  return d_kernel, d_w_in, d_x, dh0, d_bias, d_mask
 
 
 _rnn_core.defvjp(_rnn_fwd, _rnn_bwd)
 
 
 def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *,
-             activation: str = "tanh", reverse: bool = False, unroll: int = 1,
+             activation: str = "tanh", input_kernel: Optional[Array] = None,
+             reverse: bool = False, unroll: int = 1,
              mask: Optional[Array] = None,
              seq_lengths: Optional[Array] = None) -> tuple[Array, Array]:
   """``h_t = sigma(h_{t-1} K + u_t, b)`` over time with the fused backward pass.
@@ -285,6 +328,11 @@ def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *
     bias: optional ``(n,)``: inside the activation (``tanh(z + b)``, modReLU's ``b``).
     activation: ``'tanh'``, ``'modrelu'``, ``'identity'`` or ``'relu'``.
       ``'modrelu'`` without a bias is the identity.
+    input_kernel: optional ``W (d, n)``. If given, ``u`` is the raw input ``(T, *batch,
+      d)`` and ``u_t W`` is computed inside the loop; ``dW = X^T dZ`` and ``dX = dZ W^T``
+      are still one large product each. Use it when ``d`` is much smaller than ``n``
+      (tokens, pixels): it saves writing and re-reading the ``(T, B, n)`` projected
+      sequence. Otherwise hoist the projection (``u = x W``, the default).
     reverse: process ``t = T-1, ..., 0`` (outputs stay aligned with ``u``).
     unroll: ``lax.scan`` unroll factor of both loops.
     mask: optional bool ``(T, *batch)``: where False the carry is frozen, the output zero.
@@ -297,9 +345,21 @@ def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *
   fn = "rnn_scan"
   _check_choice(fn, "activation", activation, ACTIVATIONS)
   unroll = _check_unroll(fn, unroll)
+  w_in = None
+  if input_kernel is not None:
+    w_in = jnp.asarray(input_kernel)
+    n = jnp.shape(kernel)[-1]
+    if w_in.ndim != 2 or w_in.shape != (jnp.shape(u)[-1], n):
+      raise ValueError(
+          f"{fn}: argument 'input_kernel' must have shape (d, n) = "
+          f"({jnp.shape(u)[-1]}, {n}) for inputs u of shape {jnp.shape(u)}; "
+          f"got {w_in.shape}.")
   kernel, u2, h02, bias, mask2, batch_shape = _prepare(
-      fn, kernel, u, h0, bias, mask, seq_lengths, 1)
-  h_last, hs = _rnn_core(kernel, u2, h02, bias, mask2, activation, bool(reverse), unroll)
+      fn, kernel, u, h0, bias, mask, seq_lengths, None if w_in is not None else 1)
+  if w_in is not None:
+    w_in = w_in.astype(u2.dtype)
+  h_last, hs = _rnn_core(kernel, w_in, u2, h02, bias, mask2, activation, bool(reverse),
+                         unroll)
   return _finish(h_last, hs, mask2, batch_shape)
 
 

@@ -7,7 +7,7 @@ batch of optimiser step ``s`` is a pure function of ``(config.train.seed, s)`` -
 directly with ``start_batch``) -- so a run resumed from a checkpoint sees exactly the batches
 of an uninterrupted one.
 
-Four families (REFERENCE.md §2):
+Three pipeline classes cover the datasets (REFERENCE.md §2):
 
 * :class:`ClassificationPipeline` -- (permuted) sequential MNIST, pixel and noise-padded
   CIFAR-10: a last-state classifier, cross-entropy and accuracy. The validation split is held
@@ -24,8 +24,11 @@ Four families (REFERENCE.md §2):
   and averages are weighted by the number of valid frames.
 
 Options (``config.task.options``) common to all: ``data_dir``, ``tfds_dir`` (default: the
-environment variables of :mod:`lvf_jax.data.paths`), ``max_train_examples`` /
-``max_eval_examples`` (first examples of a split only, for smoke tests and quick runs).
+environment variables of :mod:`lvf_jax.data.paths`); ``max_train_examples`` /
+``max_eval_examples`` (``max_train_tokens`` / ``max_eval_tokens`` for PTB) use only the
+beginning of a split, for smoke tests and quick runs. An unknown option raises ``ValueError``
+listing the valid ones. ``configs/<dataset>.py`` build their configs with
+:func:`dataset_config` and :func:`default_preset`.
 """
 
 from __future__ import annotations
@@ -359,12 +362,21 @@ class NextStepPipeline(_HostPipeline):
     max_len: crop every sequence to its first ``max_len`` predicted frames (default None =
       whole sequences; for smoke tests and quick runs).
     mse_per: speech only: 'element' (default; mean over frames and bins) or 'frame'.
+    standardize_inputs: speech only: feed the model ``(x - mean) / std`` with the per-bin
+      statistics of the training frames (default False). The targets and the metric keep
+      their units.
+    center_targets: speech only: the model predicts the deviation from the per-bin training
+      mean, ``prediction = outputs + mean`` (default False) -- equivalent to initialising the
+      head's bias at the mean, which otherwise takes thousands of steps to learn (the
+      log-magnitudes are far from 0). The loss is the MSE of ``prediction``.
     in_memory: read every record once (default True).
     data_dir, tfds_dir, max_train_examples, max_eval_examples: see the module docstring.
   """
 
   def __init__(self, config, name: str, *, pad_multiple: int = 32,
-               max_len: Optional[int] = None, mse_per: str = "element", in_memory: bool = True,
+               max_len: Optional[int] = None, mse_per: str = "element",
+               standardize_inputs: bool = False, center_targets: bool = False,
+               in_memory: bool = True,
                data_dir: Optional[str] = None, tfds_dir: Optional[str] = None,
                max_train_examples: Optional[int] = None,
                max_eval_examples: Optional[int] = None):
@@ -388,6 +400,12 @@ class NextStepPipeline(_HostPipeline):
     self.output_size = int(info["output_dim"])
     self.seq_len = self.pad_multiple  # shape of init_inputs; batches have their own lengths
     self._key = "roll" if self.is_music else "features"
+    self.standardize_inputs = bool(standardize_inputs) and not self.is_music
+    self.center_targets = bool(center_targets) and not self.is_music
+    if self.standardize_inputs or self.center_targets:
+      frames = self._train_frames()
+      self.frame_mean = frames.mean(axis=0).astype(np.float32)
+      self.frame_std = np.maximum(frames.std(axis=0), 1e-3).astype(np.float32)
     self._check_epoch(self.batches_per_epoch, "training split")
 
   def _crop(self, ds: data_lib.Dataset, n: Optional[int]) -> data_lib.Dataset:
@@ -418,12 +436,16 @@ class NextStepPipeline(_HostPipeline):
     crop = f", cropped to {self.max_len} steps" if self.max_len else ""
     return f"{self.name} ({len(self.train)} training {kind} sequences{crop})"
 
+  def _train_frames(self) -> np.ndarray:
+    """Every predicted (target) frame of the training split, ``(frames, D)`` float64."""
+    frames = [np.asarray(r[self._key], np.float64)
+              for r in self.train.records(range(len(self.train)))]
+    return np.concatenate([f[1:self.max_len + 1 if self.max_len else None] for f in frames])
+
   @functools.lru_cache(maxsize=None)
   def baseline_loss(self) -> float:
     """Loss of the best constant prediction fitted on the training frames (no memory)."""
-    frames = [np.asarray(r[self._key], np.float64)
-              for r in self.train.records(range(len(self.train)))]
-    y = np.concatenate([f[1:self.max_len + 1 if self.max_len else None] for f in frames])
+    y = self._train_frames()
     if self.is_music:
       p = np.clip(y.mean(axis=0), 1e-7, 1 - 1e-7)
       return float(-(y * np.log(p) + (1 - y) * np.log(1 - p)).sum(axis=1).mean())
@@ -451,8 +473,14 @@ class NextStepPipeline(_HostPipeline):
 
   def forward(self, model, variables, batch, carry, *, deterministic, rngs, mutable):
     del carry
-    out, mutated = _apply(model, variables, batch["inputs"], deterministic=deterministic,
-                          rngs=rngs, mutable=mutable, seq_lengths=batch["lengths"])
+    x = batch["inputs"]
+    if self.standardize_inputs:
+      mean = jnp.asarray(self.frame_mean)[None, None, :]
+      x = (x - mean) / jnp.asarray(self.frame_std)[None, None, :]
+    out, mutated = _apply(model, variables, x, deterministic=deterministic, rngs=rngs,
+                          mutable=mutable, seq_lengths=batch["lengths"])
+    if self.center_targets:
+      out = out + jnp.asarray(self.frame_mean, out.dtype)[None, None, :]
     return (out, None), mutated
 
   def loss(self, outputs: Array, batch) -> Array:
@@ -469,7 +497,7 @@ class NextStepPipeline(_HostPipeline):
 
 
 def _constructor(cls, name: str):
-  """``(config, **options) -> cls(config, name, **options)``; unknown options name the valid ones."""
+  """``(config, **options) -> cls(config, name, **options)``; unknown options list the valid."""
   allowed = tuple(p for p in inspect.signature(cls.__init__).parameters
                   if p not in ("self", "config", "name"))
 

@@ -1,0 +1,38 @@
+"""Shared set-up of the layer tests: small sizes, cell factory, the Python-loop reference."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lvf_jax import cells
+
+N, M, B, T = 6, 3, 3, 7
+
+ALL_CELLS = sorted(cells.CELLS)
+CELL_KW = {"lvf": dict(integrator="midpoint", tau=0.8),
+           "ncgru": dict(orthogonal_reset=True)}
+
+
+def make(name, **kw):
+  return cells.make_cell(name, N, **{**CELL_KW.get(name, {}), **kw})
+
+
+def data(key=0, batch=B, steps=T):
+  return jax.random.normal(jax.random.key(key), (batch, steps, M))
+
+
+def init_params(module, x, seed=1):
+  return jax.jit(module.init)(jax.random.key(seed), x)["params"]
+
+
+def python_loop(cell, variables, x, carry, reverse=False):
+  """Reference: the cell's own ``__call__`` applied step by step in Python."""
+  ys = [None] * x.shape[1]
+  order = range(x.shape[1] - 1, -1, -1) if reverse else range(x.shape[1])
+  for t in order:
+    carry, ys[t] = cell.apply(variables, carry, x[:, t])
+  return carry, jnp.stack(ys, axis=1)
+
+
+def close(a, b, tol=1e-5):
+  jax.tree_util.tree_map(lambda u, v: np.testing.assert_allclose(u, v, rtol=tol, atol=tol), a, b)
