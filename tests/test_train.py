@@ -133,7 +133,8 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypa
 
   monkeypatch.setattr(builders, "build_pipeline", lambda c: Poisoned(real(c)))
   c = tiny("exprnn", steps=8)
-  with pytest.raises(loop.NonFiniteLossError, match=r"non-finite loss \(nan\) at step 5.*step 3"):
+  with pytest.raises(loop.NonFiniteLossError,
+                     match=r"non-finite loss \(nan\) or gradient \(norm nan\) at step 5.*step 3"):
     train.train_and_evaluate(c, str(tmp_path))
   state = _final_state(c, str(tmp_path))
   assert int(state.step) == 3

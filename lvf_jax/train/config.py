@@ -62,10 +62,13 @@ def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
   return int(value)
 
 
-def validate_config(config: ml_collections.ConfigDict) -> None:
+def validate_config(config: ml_collections.ConfigDict):
   """Raises ``ValueError`` (naming the field, its value and what is allowed) on a bad config.
 
   Builds the task, a model and the optimiser *without* initialising or compiling anything.
+
+  Returns:
+    the pipeline it built (so callers need not load the data a second time).
   """
   from lvf_jax.train import builders  # local import: builders imports this module
 
@@ -96,6 +99,7 @@ def validate_config(config: ml_collections.ConfigDict) -> None:
   # and the optimiser's checks on the parameter tree (e.g. square orthogonal matrices).
   variables = builders.abstract_variables(model, pipeline)
   jax.eval_shape(tx.init, variables["params"])
+  return pipeline
 
 
 def make_config(task: str, task_options: dict, model: str, hidden: Any, *, cell: dict = None,

@@ -37,12 +37,14 @@ Array = jax.Array
 class NonFiniteLossError(RuntimeError):
   """Raised when the loss (or the gradient) becomes NaN/inf; names the step."""
 
-  def __init__(self, step: int, loss: float, checkpoint_step: Any, directory: str):
+  def __init__(self, step: int, loss: float, checkpoint_step: Any, directory: str,
+               grad_norm: float = float("nan")):
     self.step = step
     kept = (f"the last good checkpoint (step {checkpoint_step}) is kept in {directory}"
             if checkpoint_step is not None else "no checkpoint had been saved yet")
     super().__init__(
-        f"non-finite loss ({loss}) at step {step}: training stopped and the update of that "
+        f"non-finite loss ({loss}) or gradient (norm {grad_norm}) at step {step}: training "
+        f"stopped and the update of that "
         f"step was discarded; {kept}. Lower the learning rate or enable gradient clipping "
         f"(config.optim.clip_norm).")
 
@@ -172,12 +174,11 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
   Writes ``workdir/config.json``, ``metrics.jsonl``, ``tensorboard/`` (if tensorboardX is
   installed), ``checkpoints/``, ``curves.png`` and ``summary.json``.
   """
-  validate_config(config)
+  pipeline = validate_config(config)
   os.makedirs(workdir, exist_ok=True)
   with open(os.path.join(workdir, "config.json"), "w") as f:
     f.write(config.to_json_best_effort(indent=2))
   t = config.train
-  pipeline = builders.build_pipeline(config)
   model = pipeline.build_model(config)
   tx = builders.build_optimizer(config)
   state = initial_state(config, model, pipeline, tx)
@@ -219,7 +220,8 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
       batch = pipeline.host_batch(step) if pipeline.host_fed else None
       state, metrics, finite = train_step(state, batch)
       if not bool(finite):
-        raise NonFiniteLossError(step + 1, float(metrics["loss"]), last_saved, ckpt.directory)
+        raise NonFiniteLossError(step + 1, float(metrics["loss"]), last_saved, ckpt.directory,
+                                 float(metrics["grad_norm"]))
       step += 1
       steps_done += 1
       pending.append(metrics)
