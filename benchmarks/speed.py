@@ -492,7 +492,8 @@ def main(argv=None):
             f"Machine: {platform.machine()}, {os.cpu_count()} logical CPUs, JAX backend "
             f"{backend} ({jax.devices()[0].device_kind}), jax {jax.__version__}, torch device "
             f"{torch_device}; OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}, "
-            f"expm={args.expm}, projection={args.projection}, unroll={args.unroll}; medians of {args.repeats} interleaved repetitions, ms per "
+            f"expm={args.expm}, projection={args.projection}, unroll={args.unroll}; medians "
+            f"of up to {args.repeats} interleaved repetitions (column reps), ms per "
             f"training iteration.\n\n")
   md = header + table(results, extra, args.variants, args.diagnostics) + "\n"
   print(md)

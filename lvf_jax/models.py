@@ -37,13 +37,15 @@ class StackedRecurrent(nn.Module):
       ``layer_<i>`` (parameters under ``layer_<i>/cell``).
     dropout_rate: dropout on the inputs of layers ``1..L-1`` (between layers), active
       when ``deterministic=False`` (needs a ``'dropout'`` PRNG stream).
-    unroll, checkpoint: passed to every ``Recurrent``.
+    unroll, checkpoint, fused: passed to every ``Recurrent`` (``fused``: the hand-written-VJP
+      scan of :mod:`lvf_jax.layers.fused` where one covers the cell).
   """
 
   cells: Sequence[nn.Module]
   dropout_rate: float = 0.0
   unroll: int = 1
   checkpoint: bool = False
+  fused: bool = False
 
   @nn.compact
   def __call__(self, x: Array, *, seq_lengths: Optional[Array] = None,
@@ -62,7 +64,8 @@ class StackedRecurrent(nn.Module):
       if i > 0 and self.dropout_rate > 0:
         x = nn.Dropout(self.dropout_rate)(x, deterministic=deterministic)
       layer = Recurrent(cell.clone(parent=None, name=None), return_carry=True,
-                        unroll=self.unroll, checkpoint=self.checkpoint, name=f"layer_{i}")
+                        unroll=self.unroll, checkpoint=self.checkpoint, fused=self.fused,
+                        name=f"layer_{i}")
       carry, x = layer(x, seq_lengths=seq_lengths,
                        initial_carry=None if initial_carries is None else initial_carries[i])
       carries.append(carry)
@@ -111,12 +114,14 @@ class SequenceClassifier(nn.Module):
   embed_dim: Optional[int] = None
   unroll: int = 1
   checkpoint: bool = False
+  fused: bool = False
 
   @nn.compact
   def __call__(self, x: Array, *, seq_lengths: Optional[Array] = None,
                deterministic: bool = True) -> Array:
     x = _Embedded(self.vocab_size, self.embed_dim, name="embedding")(x)
     y = StackedRecurrent(self.cells, self.dropout_rate, self.unroll, self.checkpoint,
+                         self.fused,
                          name="rnn")(x, seq_lengths=seq_lengths, deterministic=deterministic)
     h = last_valid(y, seq_lengths)
     if self.dropout_rate > 0:
@@ -143,6 +148,7 @@ class SequencePredictor(nn.Module):
   embed_dim: Optional[int] = None
   unroll: int = 1
   checkpoint: bool = False
+  fused: bool = False
 
   @nn.compact
   def __call__(self, x: Array, *, seq_lengths: Optional[Array] = None,
@@ -150,6 +156,7 @@ class SequencePredictor(nn.Module):
                return_carries: bool = False):
     x = _Embedded(self.vocab_size, self.embed_dim, name="embedding")(x)
     y, carries = StackedRecurrent(self.cells, self.dropout_rate, self.unroll, self.checkpoint,
+                                  self.fused,
                                   name="rnn")(x, seq_lengths=seq_lengths,
                                               initial_carries=initial_carries,
                                               deterministic=deterministic, return_carries=True)

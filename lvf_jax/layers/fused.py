@@ -48,9 +48,9 @@ projected sequence, while ``dW = X^T dZ`` and ``dX = dZ W^T`` stay one large pro
 
 Memory: the residuals are the carries ``H`` (the outputs) plus, for ``store='activation'``,
 the activations (plain autodiff of the same modReLU scan kept five ``T B n`` float arrays
-and one boolean one in the compiled HLO, jax 0.10.2). For very long sequences wrap the call in :func:`jax.checkpoint` (the
-forward scan is then re-run inside the backward pass and nothing is kept between the
-passes), or split the sequence into chunks.
+and one boolean one in the compiled HLO, jax 0.10.2). For very long sequences wrap the
+call in :func:`jax.checkpoint` (the forward scan is then re-run inside the backward pass
+and nothing is kept between the passes), or split the sequence into chunks.
 
 :func:`expm_taylor` is a matmul-only matrix exponential for ``prepare`` (see its docstring
 for why it is faster than ``jax.scipy.linalg.expm`` inside a training step on CPU), and
@@ -612,7 +612,7 @@ def fused_scan_for_cell(cell: Any):
                 unroll=unroll, mask=mask)
     return scan
 
-  if isinstance(cell, (cells.ExpRNNCell, cells.ScoRNNCell, cells.NNRNNCell, cells.LVFRNNCell)):
+  if isinstance(cell, cells.KernelCell):  # expRNN, scoRNN, nnRNN, lvfRNN: sigma(hK + u + b)
     return simple(cell.activation, True)
   if isinstance(cell, cells.TanhRNNCell):  # includes OrthInitRNNCell
     return simple("tanh", False)

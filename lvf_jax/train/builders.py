@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -165,7 +165,7 @@ def per_step_model(config, num_outputs: int, **kwargs):
   return models.SequencePredictor(
       cells=build_cells(config), num_outputs=num_outputs,
       dropout_rate=float(m.get("dropout", 0.0)), unroll=int(m.get("unroll", 1)),
-      checkpoint=bool(m.get("checkpoint", False)), **kwargs)
+      checkpoint=bool(m.get("checkpoint", False)), fused=bool(m.get("fused", True)), **kwargs)
 
 
 def last_state_model(config, num_outputs: int, **kwargs):
@@ -174,7 +174,7 @@ def last_state_model(config, num_outputs: int, **kwargs):
   return models.SequenceClassifier(
       cells=build_cells(config), num_outputs=num_outputs,
       dropout_rate=float(m.get("dropout", 0.0)), unroll=int(m.get("unroll", 1)),
-      checkpoint=bool(m.get("checkpoint", False)), **kwargs)
+      checkpoint=bool(m.get("checkpoint", False)), fused=bool(m.get("fused", True)), **kwargs)
 
 
 def build_model(config, pipeline):

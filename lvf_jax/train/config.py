@@ -28,7 +28,7 @@ def base_config() -> ml_collections.ConfigDict:
   c.task = ml_collections.ConfigDict({"name": "copy", "options": {}})
   c.model = ml_collections.ConfigDict({
       "name": "exprnn", "hidden": 128, "num_layers": 1, "dropout": 0.0, "cell": {},
-      "unroll": 1, "checkpoint": False})
+      "unroll": 1, "checkpoint": False, "fused": True})
   c.optim = ml_collections.ConfigDict({
       "optimizer": "rmsprop", "learning_rate": 1e-3, "dtriv_every": 0,
       "dtriv_orthonormalize_every": 30})
