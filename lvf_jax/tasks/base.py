@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import numbers
 from typing import Any, ClassVar, NamedTuple
 
@@ -236,3 +237,25 @@ def _loss_jit(task: SyntheticTask, outputs: Array, batch: Batch) -> Array:
 @functools.partial(jax.jit, static_argnums=0)
 def _metrics_jit(task: SyntheticTask, outputs: Array, batch: Batch) -> dict[str, Array]:
   return task._metrics(outputs, batch)  # pylint: disable=protected-access
+
+
+class RecallLossMixin:
+  """Loss, metrics and baseline shared by the tasks that output ``K`` symbols in their last
+  ``K`` steps after a marker (copy, denoise): cross-entropy over all steps, accuracy over the
+  last ``K`` outputs, no-memory baseline ``K ln(num_symbols) / seq_len``."""
+
+  def _loss(self, outputs: Array, batch: Batch) -> Array:
+    """Mean softmax cross-entropy over all steps; ``outputs`` are logits
+    ``(batch, seq_len, output_size)``."""
+    return masked_mean(cross_entropy(outputs, batch.targets), batch.mask)
+
+  def _metrics(self, outputs: Array, batch: Batch) -> dict[str, Array]:
+    """``loss`` and ``accuracy`` (fraction of the last ``K`` outputs whose argmax is right)."""
+    loss = self._loss(outputs, batch)
+    pred = jnp.argmax(outputs[:, -self.K:, :], axis=-1).astype(jnp.int32)
+    acc = jnp.mean((pred == batch.targets[:, -self.K:]).astype(jnp.float32))
+    return {"loss": loss, "accuracy": acc}
+
+  def baseline_loss(self) -> float:
+    """``K ln(num_symbols) / seq_len`` (derivations in the task modules' docstrings)."""
+    return self.K * math.log(self.num_symbols) / self.seq_len

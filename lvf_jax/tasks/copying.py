@@ -32,7 +32,6 @@ App. E, nnRNN paper SM A.1, NC-GRU paper Sec. 4.4).
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import ClassVar
 
 import jax
@@ -44,7 +43,7 @@ Array = jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
-class CopyTask(base.SyntheticTask):
+class CopyTask(base.RecallLossMixin, base.SyntheticTask):
   """Copy task with delay ``T`` and ``K`` symbols from ``1..num_symbols`` (see module doc).
 
   Attributes:
@@ -130,18 +129,3 @@ class CopyTask(base.SyntheticTask):
     u = jax.random.uniform(key, (batch_size, self.K), jnp.float32)
     return self.encode(base.uniform_ints(u, 1, self.num_symbols + 1))
 
-  def _loss(self, outputs: Array, batch: base.Batch) -> Array:
-    """Mean softmax cross-entropy over all steps; ``outputs`` are logits
-    ``(batch, T + 2K, num_symbols + 1)``."""
-    return base.masked_mean(base.cross_entropy(outputs, batch.targets), batch.mask)
-
-  def _metrics(self, outputs: Array, batch: base.Batch) -> dict[str, Array]:
-    """``loss`` and ``accuracy`` (fraction of the last ``K`` outputs whose argmax is right)."""
-    loss = self._loss(outputs, batch)
-    pred = jnp.argmax(outputs[:, -self.K:, :], axis=-1).astype(jnp.int32)
-    acc = jnp.mean((pred == batch.targets[:, -self.K:]).astype(jnp.float32))
-    return {"loss": loss, "accuracy": acc}
-
-  def baseline_loss(self) -> float:
-    """``K ln(num_symbols) / (T + 2K)`` (see module docstring)."""
-    return self.K * math.log(self.num_symbols) / self.seq_len

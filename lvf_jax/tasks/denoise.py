@@ -42,7 +42,6 @@ minimised in expectation by the true marginal, so the baseline is
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import ClassVar
 
 import jax
@@ -54,7 +53,7 @@ Array = jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
-class DenoiseTask(base.SyntheticTask):
+class DenoiseTask(base.RecallLossMixin, base.SyntheticTask):
   """Denoise task (see module docstring).
 
   Attributes:
@@ -155,18 +154,3 @@ class DenoiseTask(base.SyntheticTask):
     positions = jax.lax.top_k(u[:, self.K:], self.K)[1].astype(jnp.int32)
     return self.encode(symbols, positions)
 
-  def _loss(self, outputs: Array, batch: base.Batch) -> Array:
-    """Mean softmax cross-entropy over all steps; ``outputs`` are logits
-    ``(batch, T + 2K, num_symbols + 1)``."""
-    return base.masked_mean(base.cross_entropy(outputs, batch.targets), batch.mask)
-
-  def _metrics(self, outputs: Array, batch: base.Batch) -> dict[str, Array]:
-    """``loss`` and ``accuracy`` over the ``K`` output symbols (the last ``K`` steps)."""
-    loss = self._loss(outputs, batch)
-    pred = jnp.argmax(outputs[:, -self.K:, :], axis=-1).astype(jnp.int32)
-    acc = jnp.mean((pred == batch.targets[:, -self.K:]).astype(jnp.float32))
-    return {"loss": loss, "accuracy": acc}
-
-  def baseline_loss(self) -> float:
-    """``K ln(num_symbols) / (T + 2K)`` (derivation in the module docstring)."""
-    return self.K * math.log(self.num_symbols) / self.seq_len
