@@ -238,3 +238,10 @@ def test_every_model_on_every_task(task, model, tmp_path):
 def test_configs_list_valid_models():
   with pytest.raises(ValueError, match=r"configs/adding.py: unknown model 'foo'; valid models"):
     load_config("adding", "foo")
+
+
+def test_resuming_from_a_different_configuration_fails_clearly(tmp_path):
+  train.train_and_evaluate(tiny("rnn", steps=2), str(tmp_path))
+  other = tiny("lvf", steps=4)  # different parameters in the same workdir
+  with pytest.raises(ValueError, match=r"does not match the train state.*new --workdir"):
+    train.train_and_evaluate(other, str(tmp_path))

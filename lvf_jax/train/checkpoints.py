@@ -38,7 +38,14 @@ class Checkpointer:
     """Restores ``step`` (default: latest) into the structure and dtypes of ``target``."""
     step = self.latest_step() if step is None else step
     abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, target)
-    return self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
+    try:
+      return self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
+    except ValueError as e:
+      first = str(e).strip().splitlines()[0]
+      raise ValueError(
+          f"the checkpoint of step {step} in {self.directory} does not match the train state "
+          f"of this configuration (another model, task or lvf_jax version wrote it: {first}); "
+          f"use a new --workdir or remove the old one.") from e
 
   def close(self) -> None:
     self._manager.close()
