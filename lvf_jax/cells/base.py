@@ -284,3 +284,11 @@ class KernelCell(StructuredCell):
     """``h' = sigma(h @ K + u + b)`` (pure)."""
     h = activate(self.activation, carry @ prep["kernel"] + u, prep["bias"])
     return h, h
+
+
+def resolve_rho(cell: Any) -> int:
+  """A scaled-Cayley cell's number of -1 entries of ``D``: ``cell.rho``, or ``n // 2`` if unset;
+  validated against ``n = cell.features``."""
+  name = type(cell).__name__
+  n = check_features(name, cell.features)
+  return check_rho(name, n // 2 if cell.rho is None else cell.rho, n)

@@ -153,9 +153,7 @@ class ScoRNNCell(_OrthogonalCell):
 
   @property
   def rho_value(self) -> int:
-    n = base.check_features(type(self).__name__, self.features)
-    rho = n // 2 if self.rho is None else self.rho
-    return base.check_rho(type(self).__name__, rho, n)
+    return base.resolve_rho(self)
 
   def setup(self):
     name = type(self).__name__
