@@ -4,25 +4,39 @@ One iteration = forward + backward + an SGD update of all parameters on a random
 (``jax.jit``-compiled; compilation and ``--warmup`` iterations excluded). Each cell is timed
 
 * in :class:`lvf_jax.layers.Recurrent` (``prepare`` once per sequence, hoisted input
-  projection, ``jax.lax.scan`` of the pure step) -- column ``layer``;
+  projection, ``jax.lax.scan`` of the pure step; with ``--fused`` the hand-written-VJP
+  scans of :mod:`lvf_jax.layers.fused` for the cells they cover) -- column ``layer``;
 * inside :class:`flax.linen.RNN` (the cell's ``__call__`` per step, i.e. the recurrent
   matrix recomputed every step) -- column ``nn.RNN``;
 
-next to the floor: a plain tanh RNN (:class:`lvf_jax.cells.TanhRNNCell`) in the same layer.
-The table reports the median and the minimum over ``--repeats`` iterations (on a shared,
-oversubscribed CPU the median of cells using LU solves / ``expm`` jumps by multiples of the
-scheduler quantum; the minimum is the more stable figure there).
+next to the floor: a plain tanh RNN (:class:`lvf_jax.cells.TanhRNNCell`) in the same layer
+(fused too with ``--fused``). The table reports the median and the minimum over
+``--repeats`` iterations.
+
+Two columns explain what a ratio to the floor can be (``--explain``):
+
+* ``prepare ms``: forward + backward of the cell's ``prepare`` alone (its matrix function:
+  ``expm``, Cayley solve, ``D_V`` ...) -- a per-sequence cost the floor does not have;
+  ``(floor + prepare) / floor`` is a lower bound of the cell's ratio;
+* rows ``products x k``: a scan doing only the sequential products of a cell with ``k``
+  recurrent kernels (one ``(B, n) x (n, k n)`` product per step forward, one
+  ``(B, k n) x (k n, n)`` backward, one big weight-gradient product after the loop, no
+  activation): the FLOP floor of a GRU / NC-GRU (k = 3) or an LSTM (k = 4). Its ratio to
+  the tanh floor is a lower bound of the ratio any implementation of such a cell reaches.
 
 Default grid: hidden ``n`` in {128, 256, 512}, ``T`` in {200, 1000}, batch in {10, 128}
-(slow on a CPU: restrict it with the flags). Example::
+(slow on a CPU: restrict it with the flags). Run as a script it sets
+``OPENBLAS_NUM_THREADS=1`` unless already set (LAPACK solves otherwise contend with XLA's
+threads, see docs/RESULTS.md, issue 7). Example::
 
-    python benchmarks/cells.py --n 64 --T 50 --batch 10 --repeats 5 --out bench.md
+    python benchmarks/cells.py --n 64 --T 50 --batch 10 --repeats 5 --fused --explain
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import platform
 import statistics
 import sys
@@ -58,16 +72,82 @@ def time_training_step(module, x, repeats: int, warmup: int,
     loss, g = jax.value_and_grad(loss_fn)(p)
     return jax.tree_util.tree_map(lambda a, b: a - lr * b, p, g), loss
 
-  params, loss = train_step(params)  # compile
-  jax.block_until_ready((params, loss))
+  return _time(lambda p: train_step(p)[0], params, repeats, warmup)
+
+
+def time_prepare(cell, n: int, input_size: int, repeats: int, warmup: int):
+  """(median, min) ms of forward + backward of ``cell.prepare`` alone, or None if the cell
+  has no ``prepare`` (Flax's LSTM/GRU) -- the per-sequence matrix-function cost."""
+  if not hasattr(cell, "prepare"):
+    return None
+  x = jnp.zeros((1, input_size), jnp.float32)
+  carry = cell.initialize_carry(jax.random.key(0), x.shape)
+  params = cell.init(jax.random.key(0), carry, x)["params"]
+  prep = cell.apply({"params": params}, method=lambda c: c.prepare(dtype=jnp.float32))
+  leaves = jax.tree_util.tree_leaves(prep)
+  weights = [jax.random.normal(jax.random.key(i), jnp.shape(a), jnp.float32)
+             for i, a in enumerate(leaves)]
+
+  def f(p):
+    out = jax.tree_util.tree_leaves(
+        cell.apply({"params": p}, method=lambda c: c.prepare(dtype=jnp.float32)))
+    return sum(jnp.sum(a * w) for a, w in zip(out, weights))
+
+  # `inner` dependent forward+backward passes in one jitted loop: the per-call dispatch
+  # overhead (~0.1-0.2 ms, comparable to a small prepare) is divided out.
+  inner = 20
+
+  @jax.jit
+  def run(p):
+    def body(_, q):
+      return jax.tree_util.tree_map(lambda a, b: a - 1e-6 * b, q, jax.grad(f)(q))
+    return jax.lax.fori_loop(0, inner, body, p)
+
+  med, low = _time(run, params, repeats, warmup)
+  return med / inner, low / inner
+
+
+def time_product_floor(n: int, steps: int, batch: int, k: int, repeats: int, warmup: int):
+  """(median, min) ms of the sequential-products-only scan of a ``k``-kernel cell.
+
+  Forward ``h <- sum_j (h W)_j`` (one ``(B, n) x (n, k n)`` product per step), backward
+  ``c <- tile(c) W^T`` (one ``(B, k n) x (k n, n)`` product per step), then one
+  ``(n, T B) x (T B, k n)`` weight-gradient product: the FLOP floor of issue 7 for ``k``
+  recurrent kernels.
+  """
+  w = jax.random.normal(jax.random.key(0), (n, k * n), jnp.float32) / (k * n) ** 0.5
+  h0 = jax.random.normal(jax.random.key(1), (batch, n), jnp.float32)
+
+  def fwd(h, _):
+    z = h @ w
+    h = z if k == 1 else jnp.sum(z.reshape((batch, k, n)), axis=1)
+    return h, h
+
+  def bwd(c, _):
+    c = (c if k == 1 else jnp.tile(c, (1, k))) @ w.T
+    return c, c
+
+  @jax.jit
+  def run(state):
+    w_, h = state
+    _, hs = jax.lax.scan(fwd, h, None, length=steps)
+    _, cs = jax.lax.scan(bwd, h, None, length=steps)
+    cs = cs if k == 1 else jnp.tile(cs, (1, 1, k))
+    dw = jax.lax.dot_general(hs.reshape((-1, n)), cs.reshape((-1, k * n)),
+                             (((0,), (0,)), ((), ())))
+    return w_ - 1e-30 * dw, h + 1e-30 * hs[-1]
+
+  return _time(run, (w, h0), repeats, warmup)
+
+
+def _time(fn, state, repeats: int, warmup: int):
+  state = jax.block_until_ready(fn(state))  # compile
   for _ in range(warmup):
-    params, loss = train_step(params)
-  jax.block_until_ready((params, loss))
+    state = jax.block_until_ready(fn(state))
   times = []
   for _ in range(repeats):
     t0 = time.perf_counter()
-    params, loss = train_step(params)
-    jax.block_until_ready((params, loss))
+    state = jax.block_until_ready(fn(state))
     times.append((time.perf_counter() - t0) * 1e3)
   return statistics.median(times), min(times)
 
@@ -85,14 +165,20 @@ def main(argv=None) -> int:
   parser.add_argument("--paths", nargs="+", default=["layer", "nn.RNN"],
                       choices=["layer", "nn.RNN"],
                       help="nn.RNN recomputes the matrix every step: slow for large n, T")
+  parser.add_argument("--fused", action="store_true",
+                      help="Recurrent(fused=True) for the cells and the floor")
+  parser.add_argument("--explain", action="store_true",
+                      help="add the prepare-alone column and the products-only floors "
+                      "for k = 3, 4 recurrent kernels")
   parser.add_argument("--out", default=None, help="write the markdown table to this file")
   args = parser.parse_args(argv)
 
   header = ("| cell | n | T | batch | layer ms | nn.RNN ms | layer / floor | nn.RNN / layer |"
-            " layer min ms | nn.RNN min ms |\n"
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            " layer min ms | nn.RNN min ms | prepare ms | (floor + prepare) / floor |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
   rows = []
   print(header, flush=True)
+  fmt = lambda v: "-" if v is None else f"{v:.2f}"
   for n in args.n:
     for steps in args.T:
       for batch in args.batch:
@@ -104,8 +190,9 @@ def main(argv=None) -> int:
             continue
           res = {}
           if "layer" in args.paths or name == FLOOR:
-            res["layer"] = time_training_step(layers.Recurrent(build(name, n)), x,
-                                              args.repeats, args.warmup)
+            res["layer"] = time_training_step(
+                layers.Recurrent(build(name, n), fused=args.fused), x, args.repeats,
+                args.warmup)
           if "nn.RNN" in args.paths:
             res["nn.RNN"] = time_training_step(nn.RNN(build(name, n)), x,
                                                args.repeats, args.warmup)
@@ -113,24 +200,41 @@ def main(argv=None) -> int:
             floor = res["layer"][0]
             if name not in args.cells:
               continue
-          fmt = lambda v: "-" if v is None else f"{v:.2f}"
+          prep = None
+          if args.explain:
+            prep = time_prepare(build(name, n), n, args.input_size, args.repeats, args.warmup)
           lay, lay_min = res.get("layer", (None, None))
           rnn, rnn_min = res.get("nn.RNN", (None, None))
           ratio_floor = None if lay is None else lay / floor
           ratio_rnn = None if (lay is None or rnn is None) else rnn / lay
+          bound = None if prep is None else (floor + prep[0]) / floor
           label = f"{name} (floor)" if name == FLOOR else name
           row = (f"| {label} | {n} | {steps} | {batch} | {fmt(lay)} | {fmt(rnn)} | "
-                 f"{fmt(ratio_floor)} | {fmt(ratio_rnn)} | {fmt(lay_min)} | {fmt(rnn_min)} |")
+                 f"{fmt(ratio_floor)} | {fmt(ratio_rnn)} | {fmt(lay_min)} | {fmt(rnn_min)} | "
+                 f"{fmt(None if prep is None else prep[0])} | {fmt(bound)} |")
           rows.append(row)
           print(row, flush=True)
+        if args.explain:
+          for k in (1, 3, 4):
+            med, low = time_product_floor(n, steps, batch, k, args.repeats, args.warmup)
+            row = (f"| products x {k} | {n} | {steps} | {batch} | {fmt(med)} | - | "
+                   f"{fmt(med / floor)} | - | {fmt(low)} | - | - | - |")
+            rows.append(row)
+            print(row, flush=True)
 
   if args.out:
     dev = jax.devices()[0]
+    try:
+      load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    except OSError:
+      load = "?"
     meta = (f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on "
-            f"{dev.platform} ({dev.device_kind}; {platform.processor() or platform.machine()}), "
-            f"jax {jax.__version__}; median (and min) of {args.repeats} jitted training "
-            f"iterations (forward + backward + SGD), input size {args.input_size}; ratios use "
-            f"medians.\n"
+            f"{dev.platform} ({dev.device_kind}; {platform.processor() or platform.machine()}, "
+            f"{os.cpu_count()} logical CPUs, load average at the end {load}), "
+            f"jax {jax.__version__}, OPENBLAS_NUM_THREADS="
+            f"{os.environ.get('OPENBLAS_NUM_THREADS')}; median (and min) of {args.repeats} "
+            f"jitted training iterations (forward + backward + SGD), input size "
+            f"{args.input_size}, fused={args.fused}; ratios use medians.\n"
             f"Command: python benchmarks/cells.py {' '.join(argv if argv is not None else sys.argv[1:])}\n\n")
     with open(args.out, "w") as f:
       f.write(meta + header + "\n" + "\n".join(rows) + "\n")
@@ -138,4 +242,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+  # LAPACK solves (Cayley maps, jax.scipy.linalg.expm) run on SciPy's OpenBLAS, whose worker
+  # threads fight XLA's pool on a small CPU; one thread removes that (set before jax loads).
+  os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
   sys.exit(main())

@@ -161,3 +161,76 @@ def test_traced_tau_is_accepted():
   gen = jnp.asarray(np.random.default_rng(0).standard_normal((3, 3)).astype(np.float32))
   out = jax.jit(g.euler)(gen, jnp.float32(0.5))
   np.testing.assert_allclose(out, g.euler(gen, 0.5), atol=1e-6)
+
+
+# ------------------------------------------------------------------- expm_taylor
+
+
+def np_expm_taylor_reference(a):
+  """exp(A) by scaling and squaring of a long float64 Taylor series (independent of jax)."""
+  a = np.asarray(a, np.float64)
+  s = max(0, int(np.ceil(np.log2(max(np.abs(a).sum(0).max(), 1e-300) / 0.25))))
+  x = a / 2.0 ** s
+  term, out = np.eye(a.shape[0]), np.eye(a.shape[0])
+  for k in range(1, 30):
+    term = term @ x / k
+    out = out + term
+  for _ in range(s):
+    out = out @ out
+  return out
+
+
+@pytest.mark.parametrize("scale", [1e-3, 0.5, 3.0, 40.0])
+def test_expm_taylor_matches_series_and_is_orthogonal(scale, x64):
+  a = np.random.default_rng(0).standard_normal((8, 8)) * scale / 4
+  for m in (a, a - a.T):
+    got = np.asarray(g.expm_taylor(jnp.asarray(m)))
+    want = np_expm_taylor_reference(m)
+    np.testing.assert_allclose(got, want, rtol=1e-12 * max(1.0, scale),
+                               atol=1e-12 * np.abs(want).max())
+  with jax.enable_x64(False):
+    skew = jnp.asarray(a - a.T, jnp.float32)
+    q = g.expm_taylor(skew)
+    assert q.dtype == jnp.float32
+    np.testing.assert_allclose(q @ q.T, np.eye(8), atol=2e-5 * max(1.0, scale))
+
+
+def test_expm_taylor_batched_matches_each_matrix():
+  # Leading batch axes share one squaring count (from the largest norm): each matrix must
+  # still match its own exponential, including a small one next to a large one.
+  rng = np.random.default_rng(3)
+  a = np.stack([random_skew(6, 1, 0.01), random_skew(6, 2, 20.0), rng.standard_normal((6, 6))])
+  got = np.asarray(g.expm_taylor(jnp.asarray(a.astype(np.float32))))
+  for i in range(3):
+    np.testing.assert_allclose(got[i], scipy.linalg.expm(a[i]),
+                               atol=3e-5 * np.abs(scipy.linalg.expm(a[i])).max())
+
+
+def test_expm_taylor_grads_both_modes(x64):
+  a = jnp.asarray(np.random.default_rng(1).standard_normal((5, 5)))
+  check_grads(g.expm_taylor, (a,), order=1, modes=("fwd", "rev"), atol=1e-6, rtol=1e-6)
+  check_grads(g.expm_taylor, (4.0 * a,), order=1, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
+
+
+def test_expm_methods_agree_and_auto_picks_by_dtype(x64):
+  a = random_skew(12, 4, 2.0, np.float64)
+  want = scipy.linalg.expm(a)
+  pade64 = np.asarray(g.expm(jnp.asarray(a), method="pade"))
+  np.testing.assert_allclose(np.asarray(g.expm(jnp.asarray(a))), pade64, rtol=0, atol=0)
+  np.testing.assert_allclose(pade64, want, atol=1e-13)
+  a32 = jnp.asarray(a.astype(np.float32))
+  taylor32 = np.asarray(g.expm(a32, method="taylor"))
+  np.testing.assert_allclose(np.asarray(g.expm(a32)), taylor32, rtol=0, atol=0)
+  np.testing.assert_allclose(taylor32, want, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(g.expm(a32, method="pade")), want, atol=1e-5)
+
+
+def test_expm_errors():
+  with pytest.raises(ValueError, match="expm_taylor: argument 'a'"):
+    g.expm_taylor(jnp.zeros((2, 3)))
+  with pytest.raises(ValueError, match="expm_taylor: argument 'a'"):
+    g.expm_taylor(jnp.zeros((3, 3), jnp.int32))
+  with pytest.raises(ValueError, match=r"expm_taylor: argument 'max_squarings'.*got -1"):
+    g.expm_taylor(jnp.zeros((3, 3)), max_squarings=-1)
+  with pytest.raises(ValueError, match=r"expm: argument 'method'.*got 'scipy'"):
+    g.expm(jnp.zeros((3, 3)), method="scipy")

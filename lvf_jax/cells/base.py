@@ -177,8 +177,12 @@ class InputProjection(nn.Module):
             f"initialised with); got inputs of shape {x.shape}.")
     kernel = self.param("kernel", self.kernel_init, (x.shape[-1], self.features),
                         self.param_dtype)
-    y = jax.lax.dot_general(x.astype(dtype), kernel.astype(dtype),
-                            (((x.ndim - 1,), (0,)), ((), ())))
+    # One 2-D product over all leading axes: on XLA:CPU a dot_general on the 3-D (time,
+    # batch, d) array and its autodiff transpose ran 2.5-4.5x slower (layout copies of the
+    # whole sequence) than the same product on the (time * batch, d) reshape.
+    lead = x.shape[:-1]
+    y = jnp.dot(x.reshape((-1, x.shape[-1])).astype(dtype),
+                kernel.astype(dtype)).reshape(lead + (self.features,))
     if self.use_bias:
       bias = self.param("bias", self.bias_init, (self.features,), self.param_dtype)
       y = y + _match_rank(bias.astype(dtype), y)

@@ -35,11 +35,13 @@ from lvf_jax.geometry.initializers import (
     uniform_angle,
 )
 from lvf_jax.geometry.maps import (
+    EXPM_METHODS,
     INTEGRATORS,
     cayley,
     euler,
     exponential,
     expm,
+    expm_taylor,
     get_integrator,
     inverse_scaled_cayley,
     midpoint,

@@ -52,9 +52,10 @@ and one boolean one in the compiled HLO, jax 0.10.2). For very long sequences wr
 call in :func:`jax.checkpoint` (the forward scan is then re-run inside the backward pass
 and nothing is kept between the passes), or split the sequence into chunks.
 
-:func:`expm_taylor` is a matmul-only matrix exponential for ``prepare`` (see its docstring
-for why it is faster than ``jax.scipy.linalg.expm`` inside a training step on CPU), and
-:func:`fused_scan_for_cell` maps the library's cells to the scan that computes them.
+:func:`expm_taylor` (re-exported from :mod:`lvf_jax.geometry`, the default of
+:func:`lvf_jax.geometry.expm` in float32) is a matmul-only matrix exponential for
+``prepare``, and :func:`fused_scan_for_cell` maps the library's cells to the scan that
+computes them.
 
 Masking: ``mask`` (boolean ``(T, *batch)``) or ``seq_lengths`` (int ``(*batch,)``) follow
 :class:`lvf_jax.layers.Recurrent`: where the mask is False the carry is frozen and the
@@ -76,6 +77,8 @@ from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
+
+from lvf_jax.geometry.maps import expm_taylor  # noqa: F401  (re-export)
 
 Array = jnp.ndarray
 
@@ -372,26 +375,35 @@ def _euler_core(kernel, u, h0, mask, eps, store, reverse, unroll, gated):
   return _last_carry(h0, hs, reverse), hs
 
 
-def _euler_acts(a, u_t, n, gated):
-  """``tanh`` (and the ``sigmoid`` gate) of the pre-activations ``a + u_t``."""
+def _euler_acts(a, u_t, gated):
+  """``tanh`` (and the ``sigmoid`` gate) of the pre-activations ``a + u_t``.
+
+  ``u_t`` is ``u^h_t`` or, gated, the pair ``(u^h_t, u^z_t)``.
+  """
   if gated:
-    return jnp.tanh(a + u_t[:, :n]), jax.nn.sigmoid(a + u_t[:, n:])
+    return jnp.tanh(a + u_t[0]), jax.nn.sigmoid(a + u_t[1])
   return jnp.tanh(a + u_t), None
 
 
+def _split_gated(u, n, gated):
+  """The gated cell's ``(T, B, 2n)`` inputs as two ``(T, B, n)`` arrays: the loop bodies
+  then read two aligned slices instead of slicing one wide row per step (measured: the
+  per-step slices and concatenations made the gated scan slower than plain autodiff)."""
+  return (u[..., :n], u[..., n:]) if gated else u
+
+
 def _euler_forward(kernel, u, h0, mask, eps, store, reverse, unroll, gated):
-  n = kernel.shape[0]
   keep = store == "activation"
 
   def body(h, xs):
     u_t, m_t = xs
-    tau, s = _euler_acts(jnp.dot(h, kernel), u_t, n, gated)
+    tau, s = _euler_acts(jnp.dot(h, kernel), u_t, gated)
     h_new = h + eps * (tau if s is None else s * tau)
     if m_t is not None:
       h_new = _mask_select(m_t, h_new, h)
     if not keep:
       return h_new, (h_new, None)
-    return h_new, (h_new, tau if s is None else jnp.concatenate([tau, s], axis=-1))
+    return h_new, (h_new, tau if s is None else (tau, s))
 
   _, (hs, acts) = jax.lax.scan(body, h0, (u, mask), reverse=reverse, unroll=unroll)
   return hs, acts
@@ -413,7 +425,7 @@ def _euler_bwd(eps, store, reverse, unroll, gated, res, cts):
     num_steps, b = hs.shape[:2]
     a = jnp.dot(h_prev.reshape((num_steps * b, n)), kernel).reshape((num_steps, b, n))
     if gated:
-      acts = jnp.concatenate([jnp.tanh(a + u[..., :n]), jax.nn.sigmoid(a + u[..., n:])], -1)
+      acts = (jnp.tanh(a + u[0]), jax.nn.sigmoid(a + u[1]))
     else:
       acts = jnp.tanh(a + u)
 
@@ -425,11 +437,11 @@ def _euler_bwd(eps, store, reverse, unroll, gated, res, cts):
     else:
       g_valid = g
     if gated:
-      tau, s = act_t[:, :n], act_t[:, n:]
+      tau, s = act_t
       d_tau = (eps * g_valid) * s * (1.0 - tau * tau)
       d_s = (eps * g_valid) * tau * (s * (1.0 - s))
       da = d_tau + d_s
-      du = jnp.concatenate([d_tau, d_s], axis=-1)
+      du = (d_tau, d_s)
     else:
       da = (eps * g_valid) * (1.0 - act_t * act_t)
       du = da
@@ -437,7 +449,7 @@ def _euler_bwd(eps, store, reverse, unroll, gated, res, cts):
     return g + jnp.dot(da, kernel_t), du
 
   dh0, du = jax.lax.scan(body, dh_last, (acts, dhs, mask), reverse=not reverse, unroll=unroll)
-  da_all = (du[..., :n] + du[..., n:]) if gated else du
+  da_all = (du[0] + du[1]) if gated else du
   d_kernel = _big_matmul_tn(h_prev, da_all)
   return d_kernel, du, dh0, None
 
@@ -453,6 +465,7 @@ def _euler_api(fn, kernel, u, h0, *, epsilon, store, reverse, unroll, mask, seq_
     raise ValueError(f"{fn}: argument 'epsilon' must be a finite number > 0; got {epsilon!r}.")
   kernel, u2, h02, _, mask2, batch_shape = _prepare(
       fn, kernel, u, h0, None, mask, seq_lengths, 2 if gated else 1)
+  u2 = _split_gated(u2, kernel.shape[0], gated)
   h_last, hs = _euler_core(kernel, u2, h02, mask2, float(epsilon), store, bool(reverse),
                            unroll, gated)
   return _finish(h_last, hs, mask2, batch_shape)
@@ -504,66 +517,6 @@ def gated_euler_scan(kernel: Array, u: Array, h0: Array, *, epsilon: float,
   return _euler_api("gated_euler_scan", kernel, u, h0, epsilon=epsilon, store=store,
                     reverse=reverse, unroll=unroll, mask=mask, seq_lengths=seq_lengths,
                     gated=True)
-
-
-# --------------------------------------------------- matmul-only matrix exponential
-
-
-# Taylor coefficients 1/k!, k = 0..16.
-_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(17))
-# Largest ||A||_1 for which the degree-16 Taylor remainder sum_{k>16} x^k/k! stays below
-# the unit roundoff (float32: 2.5^17/17! ~ 1.6e-8 < 2^-24; float64: 0.8^17/17! ~ 6e-17).
-_THETA = {4: 2.5, 8: 0.8}
-
-
-def expm_taylor(a: Array, *, max_squarings: int = 16) -> Array:
-  """``exp(A)`` with matrix products only: scaling and squaring of a degree-16 Taylor sum.
-
-  Same role as :func:`lvf_jax.geometry.expm` (expRNN eq 1), but no LAPACK call: the
-  polynomial is evaluated with Paterson-Stockmeyer (6 products) and undone with
-  ``s = max(0, ceil(log2(||A||_1 / theta)))`` squarings (``theta = 2.5`` in float32,
-  ``0.8`` in float64, where the truncated tail is below the unit roundoff). Everything is
-  an XLA matmul, so it runs on XLA's own thread pool (see the benchmark notes: on CPU the
-  LU/triangular solves of ``jax.scipy.linalg.expm`` go to the OpenBLAS that ships with
-  SciPy, whose worker threads contend with XLA's). Differentiable by ordinary autodiff.
-
-  Args:
-    a: square ``(n, n)`` floating matrix (any; skew for an orthogonal result).
-    max_squarings: static bound on ``s``; larger norms (``||A||_1 > theta 2^max``) are not
-      accurate.
-
-  Returns:
-    ``exp(A)`` of the same shape and dtype.
-  """
-  a = jnp.asarray(a)
-  if a.ndim != 2 or a.shape[0] != a.shape[1] or not jnp.issubdtype(a.dtype, jnp.floating):
-    raise ValueError(
-        f"expm_taylor: argument 'a' must be a floating square matrix (n, n); got {a.dtype} "
-        f"of shape {a.shape}.")
-  theta = _THETA.get(jnp.dtype(a.dtype).itemsize, 2.5)
-  norm = jax.lax.stop_gradient(jnp.max(jnp.sum(jnp.abs(a), axis=0)))
-  s = jnp.clip(jnp.ceil(jnp.log2(norm / theta)), 0, max_squarings)
-  s = jnp.where(jnp.isfinite(s), s, 0).astype(jnp.int32)
-  x = a * jnp.exp2(-s.astype(a.dtype))
-  eye = jnp.eye(a.shape[0], dtype=a.dtype)
-  x2 = x @ x
-  x3 = x2 @ x
-  x4 = x2 @ x2
-  c = _TAYLOR
-
-  def block(j):
-    return c[4 * j] * eye + c[4 * j + 1] * x + c[4 * j + 2] * x2 + c[4 * j + 3] * x3
-
-  p = block(3) + c[16] * x4
-  for j in (2, 1, 0):
-    p = block(j) + x4 @ p
-
-  def square(i, r):
-    return jax.lax.cond(i < s, lambda m: m @ m, lambda m: m, r)
-
-  r, _ = jax.lax.scan(lambda r, i: (square(i, r), None), p,
-                      jnp.arange(max_squarings, dtype=jnp.int32))
-  return r
 
 
 # ----------------------------------------------------------------- cell wiring
