@@ -11,7 +11,10 @@ One iteration = forward + backward + an SGD update of all parameters on a random
 
 next to the floor: a plain tanh RNN (:class:`lvf_jax.cells.TanhRNNCell`) in the same layer
 (fused too with ``--fused``). The table reports the median and the minimum over
-``--repeats`` iterations.
+``--repeats`` iterations. Within a setting the repetitions are interleaved (each repetition
+times every entry once, in turn), so that all entries see the same machine load; the
+``rnn_orth`` row (the same computation as the floor with another initialisation) shows the
+remaining noise of the ratios.
 
 Two columns explain what a ratio to the floor can be (``--explain``):
 
@@ -57,9 +60,8 @@ def build(name: str, n: int):
   return cells_lib.make_cell(name, n, **kw)
 
 
-def time_training_step(module, x, repeats: int, warmup: int,
-                       lr: float = 1e-3) -> tuple[float, float]:
-  """(median, min) ms of a jitted forward + backward + SGD step of ``module`` on ``x``."""
+def training_step(module, x, lr: float = 1e-3):
+  """``(fn, state)``: one jitted forward + backward + SGD step of ``module`` on ``x``."""
   params = jax.jit(module.init)(jax.random.key(0), x)["params"]
   target = jax.random.normal(jax.random.key(1), x.shape[:-1] + (1,), x.dtype)
 
@@ -69,15 +71,19 @@ def time_training_step(module, x, repeats: int, warmup: int,
 
   @jax.jit
   def train_step(p):
-    loss, g = jax.value_and_grad(loss_fn)(p)
-    return jax.tree_util.tree_map(lambda a, b: a - lr * b, p, g), loss
+    g = jax.grad(loss_fn)(p)
+    return jax.tree_util.tree_map(lambda a, b: a - lr * b, p, g)
 
-  return _time(lambda p: train_step(p)[0], params, repeats, warmup)
+  return train_step, params
 
 
-def time_prepare(cell, n: int, input_size: int, repeats: int, warmup: int):
-  """(median, min) ms of forward + backward of ``cell.prepare`` alone, or None if the cell
-  has no ``prepare`` (Flax's LSTM/GRU) -- the per-sequence matrix-function cost."""
+PREPARE_INNER = 20  # prepare passes per timed call (divides out the dispatch overhead)
+
+
+def prepare_step(cell, input_size: int):
+  """``(fn, state)`` running ``PREPARE_INNER`` dependent forward + backward passes of
+  ``cell.prepare`` alone in one jitted loop, or None if the cell has no ``prepare``
+  (Flax's own cells) -- the per-sequence matrix-function cost."""
   if not hasattr(cell, "prepare"):
     return None
   x = jnp.zeros((1, input_size), jnp.float32)
@@ -93,22 +99,17 @@ def time_prepare(cell, n: int, input_size: int, repeats: int, warmup: int):
         cell.apply({"params": p}, method=lambda c: c.prepare(dtype=jnp.float32)))
     return sum(jnp.sum(a * w) for a, w in zip(out, weights))
 
-  # `inner` dependent forward+backward passes in one jitted loop: the per-call dispatch
-  # overhead (~0.1-0.2 ms, comparable to a small prepare) is divided out.
-  inner = 20
-
   @jax.jit
   def run(p):
     def body(_, q):
       return jax.tree_util.tree_map(lambda a, b: a - 1e-6 * b, q, jax.grad(f)(q))
-    return jax.lax.fori_loop(0, inner, body, p)
+    return jax.lax.fori_loop(0, PREPARE_INNER, body, p)
 
-  med, low = _time(run, params, repeats, warmup)
-  return med / inner, low / inner
+  return run, params
 
 
-def time_product_floor(n: int, steps: int, batch: int, k: int, repeats: int, warmup: int):
-  """(median, min) ms of the sequential-products-only scan of a ``k``-kernel cell.
+def product_floor(n: int, steps: int, batch: int, k: int):
+  """``(fn, state)``: the sequential-products-only scan of a ``k``-kernel cell.
 
   Forward ``h <- sum_j (h W)_j`` (one ``(B, n) x (n, k n)`` product per step), backward
   ``c <- tile(c) W^T`` (one ``(B, k n) x (k n, n)`` product per step), then one
@@ -137,19 +138,26 @@ def time_product_floor(n: int, steps: int, batch: int, k: int, repeats: int, war
                              (((0,), (0,)), ((), ())))
     return w_ - 1e-30 * dw, h + 1e-30 * hs[-1]
 
-  return _time(run, (w, h0), repeats, warmup)
+  return run, (w, h0)
 
 
-def _time(fn, state, repeats: int, warmup: int):
-  state = jax.block_until_ready(fn(state))  # compile
-  for _ in range(warmup):
-    state = jax.block_until_ready(fn(state))
-  times = []
+def time_interleaved(entries: dict, repeats: int, warmup: int) -> dict:
+  """``{key: (median, min) ms}``; every repetition times each entry once, in turn, so that
+  all entries of a setting see the same machine load (ratios are then meaningful on a
+  shared CPU). ``entries``: ``{key: (fn, state)}`` with ``fn(state) -> state``."""
+  states = {}
+  for key, (fn, state) in entries.items():
+    state = jax.block_until_ready(fn(state))  # compile
+    for _ in range(warmup):
+      state = jax.block_until_ready(fn(state))
+    states[key] = state
+  times = {key: [] for key in entries}
   for _ in range(repeats):
-    t0 = time.perf_counter()
-    state = jax.block_until_ready(fn(state))
-    times.append((time.perf_counter() - t0) * 1e3)
-  return statistics.median(times), min(times)
+    for key, (fn, _) in entries.items():
+      t0 = time.perf_counter()
+      states[key] = jax.block_until_ready(fn(states[key]))
+      times[key].append((time.perf_counter() - t0) * 1e3)
+  return {key: (statistics.median(t), min(t)) for key, t in times.items()}
 
 
 def main(argv=None) -> int:
@@ -169,7 +177,7 @@ def main(argv=None) -> int:
                       help="Recurrent(fused=True) for the cells and the floor")
   parser.add_argument("--explain", action="store_true",
                       help="add the prepare-alone column and the products-only floors "
-                      "for k = 3, 4 recurrent kernels")
+                      "for k = 1, 3, 4 recurrent kernels")
   parser.add_argument("--out", default=None, help="write the markdown table to this file")
   args = parser.parse_args(argv)
 
@@ -183,44 +191,41 @@ def main(argv=None) -> int:
     for steps in args.T:
       for batch in args.batch:
         x = jax.random.normal(jax.random.key(2), (batch, steps, args.input_size))
-        floor = None
-        names = [FLOOR] + [c for c in args.cells if c != FLOOR]
+        names = [FLOOR] + [c for c in args.cells if c != FLOOR and not (c == "nnrnn" and n % 2)]
+        entries = {}
         for name in names:
-          if name == "nnrnn" and n % 2:
-            continue
-          res = {}
           if "layer" in args.paths or name == FLOOR:
-            res["layer"] = time_training_step(
-                layers.Recurrent(build(name, n), fused=args.fused), x, args.repeats,
-                args.warmup)
+            entries[(name, "layer")] = training_step(
+                layers.Recurrent(build(name, n), fused=args.fused), x)
           if "nn.RNN" in args.paths:
-            res["nn.RNN"] = time_training_step(nn.RNN(build(name, n)), x,
-                                               args.repeats, args.warmup)
-          if name == FLOOR:
-            floor = res["layer"][0]
-            if name not in args.cells:
-              continue
-          prep = None
+            entries[(name, "nn.RNN")] = training_step(nn.RNN(build(name, n)), x)
           if args.explain:
-            prep = time_prepare(build(name, n), n, args.input_size, args.repeats, args.warmup)
-          lay, lay_min = res.get("layer", (None, None))
-          rnn, rnn_min = res.get("nn.RNN", (None, None))
+            prep = prepare_step(build(name, n), args.input_size)
+            if prep is not None:
+              entries[(name, "prepare")] = prep
+        if args.explain:
+          for k in (1, 3, 4):
+            entries[(f"products x {k}", "layer")] = product_floor(n, steps, batch, k)
+        res = time_interleaved(entries, args.repeats, args.warmup)
+        floor = res[(FLOOR, "layer")][0]
+        labels = [nm for nm in names if nm != FLOOR or FLOOR in args.cells]
+        if args.explain:
+          labels += [f"products x {k}" for k in (1, 3, 4)]
+        for name in labels:
+          lay, lay_min = res.get((name, "layer"), (None, None))
+          rnn, rnn_min = res.get((name, "nn.RNN"), (None, None))
+          prep = res.get((name, "prepare"), (None, None))[0]
+          prep = None if prep is None else prep / PREPARE_INNER
           ratio_floor = None if lay is None else lay / floor
           ratio_rnn = None if (lay is None or rnn is None) else rnn / lay
-          bound = None if prep is None else (floor + prep[0]) / floor
+          bound = None if prep is None else (floor + prep) / floor
           label = f"{name} (floor)" if name == FLOOR else name
           row = (f"| {label} | {n} | {steps} | {batch} | {fmt(lay)} | {fmt(rnn)} | "
                  f"{fmt(ratio_floor)} | {fmt(ratio_rnn)} | {fmt(lay_min)} | {fmt(rnn_min)} | "
-                 f"{fmt(None if prep is None else prep[0])} | {fmt(bound)} |")
+                 f"{fmt(prep)} | {fmt(bound)} |")
           rows.append(row)
           print(row, flush=True)
-        if args.explain:
-          for k in (1, 3, 4):
-            med, low = time_product_floor(n, steps, batch, k, args.repeats, args.warmup)
-            row = (f"| products x {k} | {n} | {steps} | {batch} | {fmt(med)} | - | "
-                   f"{fmt(med / floor)} | - | {fmt(low)} | - | - | - |")
-            rows.append(row)
-            print(row, flush=True)
+        del entries, res
 
   if args.out:
     dev = jax.devices()[0]
@@ -233,7 +238,7 @@ def main(argv=None) -> int:
             f"{os.cpu_count()} logical CPUs, load average at the end {load}), "
             f"jax {jax.__version__}, OPENBLAS_NUM_THREADS="
             f"{os.environ.get('OPENBLAS_NUM_THREADS')}; median (and min) of {args.repeats} "
-            f"jitted training iterations (forward + backward + SGD), input size "
+            f"interleaved jitted training iterations (forward + backward + SGD), input size "
             f"{args.input_size}, fused={args.fused}; ratios use medians.\n"
             f"Command: python benchmarks/cells.py {' '.join(argv if argv is not None else sys.argv[1:])}\n\n")
     with open(args.out, "w") as f:

@@ -97,15 +97,9 @@ class _Embedded(nn.Module):
     return nn.Embed(self.vocab_size, self.embed_dim or self.vocab_size, name="embed")(x)
 
 
-class SequenceClassifier(nn.Module):
-  """Last-state classifier: ``Dense(num_outputs)`` of the top layer at the last valid step.
-
-  Attributes:
-    cells: one cell per layer.
-    num_outputs: number of classes (logits) or regression outputs.
-    dropout_rate: dropout between layers and before the head.
-    vocab_size, embed_dim: optional token embedding of integer inputs.
-  """
+class _SequenceModel(nn.Module):
+  """Shared fields and body of the heads: optional embedding -> stack -> dropout ->
+  ``Dense(num_outputs)`` named ``embedding``, ``rnn`` and ``head``."""
 
   cells: Sequence[nn.Module]
   num_outputs: int
@@ -116,20 +110,39 @@ class SequenceClassifier(nn.Module):
   checkpoint: bool = False
   fused: bool = False
 
-  @nn.compact
-  def __call__(self, x: Array, *, seq_lengths: Optional[Array] = None,
-               deterministic: bool = True) -> Array:
+  def _stack(self, x: Array, seq_lengths, initial_carries, deterministic: bool):
+    """``(outputs, final carries)`` of the embedded stack (called from ``__call__``)."""
     x = _Embedded(self.vocab_size, self.embed_dim, name="embedding")(x)
-    y = StackedRecurrent(self.cells, self.dropout_rate, self.unroll, self.checkpoint,
-                         self.fused,
-                         name="rnn")(x, seq_lengths=seq_lengths, deterministic=deterministic)
-    h = last_valid(y, seq_lengths)
+    return StackedRecurrent(self.cells, self.dropout_rate, self.unroll, self.checkpoint,
+                            self.fused, name="rnn")(
+                                x, seq_lengths=seq_lengths, initial_carries=initial_carries,
+                                deterministic=deterministic, return_carries=True)
+
+  def _head(self, h: Array, deterministic: bool) -> Array:
     if self.dropout_rate > 0:
       h = nn.Dropout(self.dropout_rate)(h, deterministic=deterministic)
     return nn.Dense(self.num_outputs, dtype=h.dtype, name="head")(h)
 
 
-class SequencePredictor(nn.Module):
+class SequenceClassifier(_SequenceModel):
+  """Last-state classifier: ``Dense(num_outputs)`` of the top layer at the last valid step.
+
+  Attributes:
+    cells: one cell per layer.
+    num_outputs: number of classes (logits) or regression outputs.
+    dropout_rate: dropout between layers and before the head.
+    vocab_size, embed_dim: optional token embedding of integer inputs.
+    unroll, checkpoint, fused: passed to every :class:`~lvf_jax.layers.Recurrent`.
+  """
+
+  @nn.compact
+  def __call__(self, x: Array, *, seq_lengths: Optional[Array] = None,
+               deterministic: bool = True) -> Array:
+    y, _ = self._stack(x, seq_lengths, None, deterministic)
+    return self._head(last_valid(y, seq_lengths), deterministic)
+
+
+class SequencePredictor(_SequenceModel):
   """Per-step predictor: ``Dense(num_outputs)`` of the top layer at every step.
 
   Language model: set ``vocab_size`` (integer inputs are embedded) and
@@ -138,31 +151,16 @@ class SequencePredictor(nn.Module):
   chunk's carries as ``initial_carries`` and use ``return_carries=True``.
 
   Attributes:
-    cells, num_outputs, dropout_rate, vocab_size, embed_dim: as :class:`SequenceClassifier`.
+    cells, num_outputs, dropout_rate, vocab_size, embed_dim, unroll, checkpoint, fused: as
+      :class:`SequenceClassifier`.
   """
-
-  cells: Sequence[nn.Module]
-  num_outputs: int
-  dropout_rate: float = 0.0
-  vocab_size: Optional[int] = None
-  embed_dim: Optional[int] = None
-  unroll: int = 1
-  checkpoint: bool = False
-  fused: bool = False
 
   @nn.compact
   def __call__(self, x: Array, *, seq_lengths: Optional[Array] = None,
                initial_carries: Optional[Sequence[Any]] = None, deterministic: bool = True,
                return_carries: bool = False):
-    x = _Embedded(self.vocab_size, self.embed_dim, name="embedding")(x)
-    y, carries = StackedRecurrent(self.cells, self.dropout_rate, self.unroll, self.checkpoint,
-                                  self.fused,
-                                  name="rnn")(x, seq_lengths=seq_lengths,
-                                              initial_carries=initial_carries,
-                                              deterministic=deterministic, return_carries=True)
-    if self.dropout_rate > 0:
-      y = nn.Dropout(self.dropout_rate)(y, deterministic=deterministic)
-    out = nn.Dense(self.num_outputs, dtype=y.dtype, name="head")(y)
+    y, carries = self._stack(x, seq_lengths, initial_carries, deterministic)
+    out = self._head(y, deterministic)
     return (out, carries) if return_carries else out
 
 

@@ -22,18 +22,22 @@ def test_cells_benchmark_writes_every_requested_row(tmp_path):
   rows = [r for r in text.splitlines() if r.startswith("| ") and "---" not in r][1:]
   labels = [r.split("|")[1].strip() for r in rows]
   assert labels == ["exprnn", "gru", "products x 1", "products x 3", "products x 4"]
-  cols = [c.strip() for c in rows[0].split("|")[1:-1]]
-  # exprnn has a prepare (expm) and both paths were timed: every column is a number.
-  assert all(c not in ("", "-") for c in cols[4:]), cols
-  # Flax's GRU has no prepare: its prepare columns are '-'.
-  assert rows[1].split("|")[-3].strip() == "-"
+  for row in rows[:2]:
+    # Both cells have a prepare (expm; the concatenated GRU kernels) and both paths were
+    # timed: every column is a number.
+    cols = [c.strip() for c in row.split("|")[1:-1]]
+    assert all(c not in ("", "-") for c in cols[4:]), cols
 
 
-def test_cells_prepare_timing_is_positive():
+def test_cells_interleaved_timing_of_prepare_and_product_floor():
+  from flax import linen as nn
+
   from lvf_jax import cells
-  med, low = cells_bench.time_prepare(cells.make_cell("scornn", 6), 6, 3, 2, 0)
-  assert 0 < low <= med
-  assert cells_bench.time_prepare(cells.make_cell("lstm", 6), 6, 3, 1, 0) is None
+  entries = {"prepare": cells_bench.prepare_step(cells.make_cell("scornn", 6), 3),
+             "floor": cells_bench.product_floor(6, 4, 2, 3)}
+  res = cells_bench.time_interleaved(entries, 3, 0)
+  assert all(0 < low <= med for med, low in res.values())
+  assert cells_bench.prepare_step(nn.OptimizedLSTMCell(6), 3) is None
 
 
 def test_cells_benchmark_rejects_unknown_cell():

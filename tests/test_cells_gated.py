@@ -250,7 +250,7 @@ def test_bad_arguments_raise(cell, match):
     cell.init(jax.random.key(0), carry, x)
 
 
-@pytest.mark.parametrize("name", sorted(set(cells.CELLS) - {"lstm", "gru"}))
+@pytest.mark.parametrize("name", sorted(set(cells.CELLS) - {"lstm"}))  # tuple carry: own test
 def test_wrong_feature_size_raises(name):
   cell = cells.make_cell(name, N)
   variables, h, x, _ = init_apply(cell)

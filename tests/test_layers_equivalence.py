@@ -1,6 +1,7 @@
 """Equivalence of the scan layer, a Python loop over the cell, and nn.RNN(cell):
-forward for every cell, gradients for one cell of each code path (plain structured,
-gated structured, Flax fallback with a tuple carry) and a tight float64 check."""
+forward for every cell (and Flax's own LSTM / GRU through the layer's fallback), gradients
+for one cell of each code path (plain structured, gated structured, structured with a tuple
+carry, Flax fallback with a tuple carry) and a tight float64 check."""
 
 import jax
 import jax.numpy as jnp
@@ -12,13 +13,16 @@ from jax import test_util as jtu
 from lvf_jax import cells, layers
 
 N = 6
-ALL_CELLS = sorted(cells.CELLS)
-GRAD_CELLS = ("lvf", "ncgru", "lstm")
+FLAX_CELLS = {"flax_lstm": nn.OptimizedLSTMCell, "flax_gru": nn.GRUCell}  # fallback path
+ALL_CELLS = sorted(cells.CELLS) + sorted(FLAX_CELLS)
+GRAD_CELLS = ("lvf", "ncgru", "lstm", "flax_lstm")
 CELL_KW = {"lvf": dict(integrator="midpoint", tau=0.8),
            "ncgru": dict(orthogonal_reset=True)}
 
 
 def make(name, **kw):
+  if name in FLAX_CELLS:
+    return FLAX_CELLS[name](N, **kw)
   return cells.make_cell(name, N, **{**CELL_KW.get(name, {}), **kw})
 
 

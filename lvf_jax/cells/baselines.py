@@ -1,26 +1,26 @@
-"""Baseline cells: vanilla tanh RNN, RNN-orth, and the Flax LSTM / GRU.
+"""Baseline cells: vanilla tanh RNN, RNN-orth, LSTM and GRU.
 
-The tanh RNNs are structured cells (fast path of :class:`lvf_jax.layers.Recurrent`). LSTM
-and GRU are Flax's own ``nn.OptimizedLSTMCell`` / ``nn.LSTMCell`` / ``nn.GRUCell`` used as
-they are; ``Recurrent`` runs them through its fallback (``flax.linen.scan`` of the cell,
-same masking semantics).
+All four are structured cells (``prepare`` / ``project_inputs`` / ``step``), so
+:class:`lvf_jax.layers.Recurrent` hoists their input projections over the whole sequence
+and concatenates their recurrent kernels once per sequence. :class:`LSTMCell` and
+:class:`GRUCell` compute exactly Flax's ``nn.OptimizedLSTMCell`` / ``nn.LSTMCell`` and
+``nn.GRUCell`` with the **same parameter tree** (names, shapes, initialisers; tested), so
+variables move freely between them and Flax's cells; run through Flax's own cells in the
+layer's fallback, the input projections stay inside the loop, one small product per step
+(docs/RESULTS.md, issue 3).
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, ClassVar, Optional
 
+import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
 from lvf_jax.cells import base
 
 Array = jnp.ndarray
-
-LSTMCell = nn.OptimizedLSTMCell
-GRUCell = nn.GRUCell
-
-
 class TanhRNNCell(base.StructuredCell):
   r"""Vanilla RNN ``h_t = tanh(h_{t-1} @ K + x_t @ U + b)`` (row form; ``K = W^T``).
 
@@ -58,3 +58,152 @@ class OrthInitRNNCell(TanhRNNCell):
   """RNN-orth baseline: the tanh RNN with an orthogonal initial recurrent kernel."""
 
   recurrent_kernel_init: base.Initializer = nn.initializers.orthogonal()
+
+
+class _DenseParams(nn.Module):
+  """The ``kernel`` (and ``bias``) of one Flax ``Dense`` block, created under this module's
+  name exactly as Flax's recurrent cells create them (same tree, same initial values)."""
+
+  features: int
+  use_bias: bool
+  kernel_init: base.Initializer
+  bias_init: base.Initializer
+  param_dtype: base.Dtype
+
+  @nn.compact
+  def __call__(self, in_features: int) -> tuple[Array, Optional[Array]]:
+    kernel = self.param("kernel", self.kernel_init, (in_features, self.features),
+                        self.param_dtype)
+    bias = None
+    if self.use_bias:
+      bias = self.param("bias", self.bias_init, (self.features,), self.param_dtype)
+    return kernel, bias
+
+
+class _FlaxGatedCell(base.StructuredCell):
+  """Shared set-up of :class:`LSTMCell` and :class:`GRUCell`: Flax-named dense blocks
+  ``i<gate>`` (input) and ``h<gate>`` (hidden), concatenated along the output axis once
+  per call (``prepare``: the ``(n, k n)`` recurrent kernel; ``project_inputs``: one
+  ``(d, k n)`` product over every time step)."""
+
+  gate_fn: Callable[..., Any] = jax.nn.sigmoid
+  activation_fn: Callable[..., Any] = jnp.tanh
+  kernel_init: base.Initializer = nn.initializers.lecun_normal()
+  recurrent_kernel_init: base.Initializer = nn.initializers.orthogonal()
+  bias_init: base.Initializer = nn.initializers.zeros_init()
+
+  GATES: ClassVar[tuple[str, ...]] = ()
+  INPUT_BIAS: ClassVar[tuple[str, ...]] = ()   # gates whose input block has a bias
+  HIDDEN_BIAS: ClassVar[tuple[str, ...]] = ()  # gates whose hidden block has a bias
+
+  def setup(self):
+    n = base.check_features(type(self).__name__, self.features)
+    for gate in self.GATES:
+      # setattr: 'if' (the LSTM's input-forget block) is a Python keyword.
+      setattr(self, f"i{gate}", _DenseParams(n, gate in self.INPUT_BIAS, self.kernel_init,
+                                             self.bias_init, self.param_dtype))
+      setattr(self, f"h{gate}", _DenseParams(n, gate in self.HIDDEN_BIAS,
+                                             self.recurrent_kernel_init, self.bias_init,
+                                             self.param_dtype))
+
+  def _blocks(self, side: str, in_features: int, dtype) -> tuple[Array, Optional[Array]]:
+    """``(kernel (in, k n), bias (k n,) or None)`` of the ``side`` ('i' or 'h') blocks; a
+    block without bias contributes zeros."""
+    kernels, biases = [], []
+    for gate in self.GATES:
+      kernel, bias = getattr(self, f"{side}{gate}")(in_features)
+      kernels.append(kernel.astype(dtype))
+      biases.append(None if bias is None else bias.astype(dtype))
+    if all(b is None for b in biases):
+      return jnp.concatenate(kernels, axis=-1), None
+    n = self.features
+    biases = [jnp.zeros((n,), dtype) if b is None else b for b in biases]
+    return jnp.concatenate(kernels, axis=-1), jnp.concatenate(biases, axis=-1)
+
+  def project_inputs(self, x: Array) -> Array:
+    """``x @ [W_i<gate> ...] (+ input biases)``: ``(..., k n)``, one 2-D product."""
+    x = jnp.asarray(x)
+    name = type(self).__name__
+    if x.ndim < 1:
+      raise ValueError(f"{name}: inputs must have shape (..., features); got shape {x.shape}.")
+    first = f"i{self.GATES[0]}"
+    if self.has_variable("params", first):
+      m = self.get_variable("params", first)["kernel"].shape[0]
+      if x.shape[-1] != m:
+        raise ValueError(
+            f"{name}: inputs must have {m} features (the size the cell was initialised "
+            f"with); got inputs of shape {x.shape}.")
+    dtype = self._compute_dtype(x)
+    kernel, bias = self._blocks("i", x.shape[-1], dtype)
+    u = jnp.dot(x.reshape((-1, x.shape[-1])).astype(dtype), kernel)
+    if bias is not None:
+      u = u + bias[None, :]
+    return u.reshape(x.shape[:-1] + (kernel.shape[-1],))
+
+  def prepare(self, dtype: Optional[base.Dtype] = None) -> dict[str, Array]:
+    """``{'kernel': [U_h<gate> ...] (n, k n), 'bias': hidden biases (k n,)}``."""
+    kernel, bias = self._blocks("h", self.features, self._prep_dtype(dtype))
+    return {"kernel": kernel, "bias": bias}
+
+
+class LSTMCell(_FlaxGatedCell):
+  r"""LSTM (Hochreiter & Schmidhuber 1997), Flax's formulation and parameters::
+
+      i = sigma(x W_ii + h W_hi + b_hi)    f = sigma(x W_if + h W_hf + b_hf)
+      g = tanh(x W_ig + h W_hg + b_hg)     o = sigma(x W_io + h W_ho + b_ho)
+      c' = f * c + i * g                   h' = o * tanh(c')
+
+  The carry is ``(c, h)`` and the output ``h'``, as in ``nn.OptimizedLSTMCell``, whose
+  parameter tree (``ii, if, ig, io`` kernels; ``hi, hf, hg, ho`` kernels and biases) and
+  initialisers (LeCun normal, orthogonal, zeros) it reproduces. One ``(B, n) x (n, 4n)``
+  recurrent product per step.
+  """
+
+  GATES = ("i", "f", "g", "o")
+  HIDDEN_BIAS = ("i", "f", "g", "o")
+
+  @nn.nowrap
+  def step(self, prep: Any, carry: tuple[Array, Array], u: Array):
+    """``((c', h'), h')`` from ``carry = (c, h)`` and ``u = x [W_ii ... W_io]`` (pure)."""
+    c, h = carry
+    z = h @ prep["kernel"] + base._match_rank(prep["bias"], h) + u
+    i, f, g, o = jnp.split(z, 4, axis=-1)
+    new_c = self.gate_fn(f) * c + self.gate_fn(i) * self.activation_fn(g)
+    new_h = self.gate_fn(o) * self.activation_fn(new_c)
+    return (new_c, new_h), new_h
+
+  @nn.nowrap
+  def initialize_carry(self, rng: Any, input_shape: tuple[int, ...]) -> tuple[Array, Array]:
+    """Zero ``(c, h)``, each ``input_shape[:-1] + (features,)`` (Flax's convention)."""
+    shape = tuple(input_shape[:-1]) + (self.features,)
+    k1, k2 = jax.random.split(rng)
+    dtype = self._prep_dtype(None)
+    return self.carry_init(k1, shape, dtype), self.carry_init(k2, shape, dtype)
+
+
+class GRUCell(_FlaxGatedCell):
+  r"""GRU (Cho et al. 2014), Flax's formulation and parameters::
+
+      r = sigma(x W_ir + b_ir + h W_hr)    z = sigma(x W_iz + b_iz + h W_hz)
+      n = tanh(x W_in + b_in + r * (h W_hn + b_hn))
+      h' = (1 - z) * n + z * h
+
+  Parameter tree of ``nn.GRUCell`` (``ir, iz, in`` kernels and biases; ``hr, hz``
+  kernels; ``hn`` kernel and bias). One ``(B, n) x (n, 3n)`` recurrent product per step.
+  """
+
+  GATES = ("r", "z", "n")
+  INPUT_BIAS = ("r", "z", "n")
+  HIDDEN_BIAS = ("n",)
+
+  @nn.nowrap
+  def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
+    """``(h', h')`` from ``h`` and ``u = x [W_ir W_iz W_in] + [b_ir b_iz b_in]`` (pure)."""
+    a = carry @ prep["kernel"] + base._match_rank(prep["bias"], carry)
+    a_r, a_z, a_n = jnp.split(a, 3, axis=-1)
+    u_r, u_z, u_n = jnp.split(u, 3, axis=-1)
+    r = self.gate_fn(u_r + a_r)
+    z = self.gate_fn(u_z + a_z)
+    cand = self.activation_fn(u_n + r * a_n)
+    new_h = (1.0 - z) * cand + z * carry
+    return new_h, new_h

@@ -1,0 +1,127 @@
+"""The structured LSTM and GRU cells against Flax's cells (same parameter tree, same
+initial values, same outputs and gradients) and against the equations in NumPy."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import linen as nn
+
+from lvf_jax import cells, layers
+
+N, M, B, T = 5, 3, 2, 6
+PAIRS = [("lstm", cells.LSTMCell, nn.OptimizedLSTMCell), ("lstm", cells.LSTMCell, nn.LSTMCell),
+         ("gru", cells.GRUCell, nn.GRUCell)]
+
+
+def sigmoid(v):
+  return 1.0 / (1.0 + np.exp(-v))
+
+
+def np_lstm_step(p, c, h, x):
+  g = {k: x @ p["i" + k]["kernel"] + h @ p["h" + k]["kernel"] + p["h" + k]["bias"]
+       for k in "ifgo"}
+  c_new = sigmoid(g["f"]) * c + sigmoid(g["i"]) * np.tanh(g["g"])
+  return c_new, sigmoid(g["o"]) * np.tanh(c_new)
+
+
+def np_gru_step(p, h, x):
+  r = sigmoid(x @ p["ir"]["kernel"] + p["ir"]["bias"] + h @ p["hr"]["kernel"])
+  z = sigmoid(x @ p["iz"]["kernel"] + p["iz"]["bias"] + h @ p["hz"]["kernel"])
+  n = np.tanh(x @ p["in"]["kernel"] + p["in"]["bias"]
+              + r * (h @ p["hn"]["kernel"] + p["hn"]["bias"]))
+  return (1.0 - z) * n + z * h
+
+
+def _np_params(params, seed=3):
+  """Float64 copies with random (non-zero) biases, so that every term is exercised."""
+  rng = np.random.default_rng(seed)
+  out = {}
+  for block, leaves in params.items():
+    out[block] = {k: np.asarray(v, np.float64) + (0.3 * rng.standard_normal(v.shape)
+                                                  if k == "bias" else 0.0)
+                  for k, v in leaves.items()}
+  return out
+
+
+@pytest.mark.parametrize("name,ours,theirs", PAIRS)
+def test_same_parameter_tree_and_initial_values_as_flax(name, ours, theirs):
+  x = jnp.ones((B, M))
+  mine, flax_cell = ours(N), theirs(N)
+  carry = mine.initialize_carry(jax.random.key(0), x.shape)
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_array_equal(a, b), carry,
+                         flax_cell.initialize_carry(jax.random.key(0), x.shape))
+  p_mine = mine.init(jax.random.key(7), carry, x)["params"]
+  p_flax = flax_cell.init(jax.random.key(7), carry, x)["params"]
+  assert jax.tree_util.tree_structure(p_mine) == jax.tree_util.tree_structure(p_flax)
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_array_equal(a, b), p_mine, p_flax)
+
+
+@pytest.mark.parametrize("name,ours,theirs", PAIRS)
+def test_sequence_outputs_and_gradients_equal_flax(name, ours, theirs):
+  x = jax.random.normal(jax.random.key(1), (B, T, M))
+  lengths = jnp.array([T, T - 2])
+  layer = layers.Recurrent(ours(N), return_carry=True)        # hoisted, structured scan
+  flax_rnn = nn.RNN(theirs(N), return_carry=True)            # Flax's cell per step
+  params = layer.init(jax.random.key(2), x)["params"]
+  params = jax.tree_util.tree_map(
+      lambda v: v + 0.1 * jax.random.normal(jax.random.key(4), v.shape), params)
+  # Only the valid steps are compared: nn.RNN leaves the cell's outputs at padded steps,
+  # Recurrent zeros them (the carries agree: both freeze it after the last valid step).
+  valid = (jnp.arange(T)[None, :] < lengths[:, None])[..., None]
+  w = jnp.where(valid, jax.random.normal(jax.random.key(5), (B, T, N)), 0.0)
+
+  def loss(module, p):
+    carry, ys = module.apply({"params": p}, x, seq_lengths=lengths)
+    return jnp.sum(ys * w) + sum(jnp.sum(c ** 2) for c in jax.tree_util.tree_leaves(carry))
+
+  (l1, g1), (l2, g2) = jax.jit(lambda p: (jax.value_and_grad(lambda q: loss(layer, q))(p),
+                                          jax.value_and_grad(lambda q: loss(flax_rnn, q))(p)))(
+                                              params)
+  np.testing.assert_allclose(l1, l2, rtol=1e-5)
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5),
+                         g1, g2)
+  zero = [jax.tree_util.keystr(k) for k, g in jax.tree_util.tree_leaves_with_path(g1)
+          if not np.any(np.asarray(g) != 0)]
+  assert not zero, zero
+
+
+def test_lstm_step_matches_numpy_equations():
+  cell = cells.LSTMCell(N)
+  x = np.asarray(jax.random.normal(jax.random.key(0), (B, M)))
+  c = np.asarray(jax.random.normal(jax.random.key(1), (B, N)))
+  h = np.asarray(jax.random.normal(jax.random.key(2), (B, N)))
+  params = _np_params(cell.init(jax.random.key(3), (jnp.asarray(c), jnp.asarray(h)),
+                                jnp.asarray(x))["params"])
+  p32 = jax.tree_util.tree_map(lambda v: jnp.asarray(v, jnp.float32), params)
+  (c_new, h_new), y = cell.apply({"params": p32}, (jnp.asarray(c), jnp.asarray(h)),
+                                 jnp.asarray(x))
+  want_c, want_h = np_lstm_step(params, c, h, x)
+  np.testing.assert_allclose(c_new, want_c, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(h_new, want_h, rtol=1e-5, atol=1e-5)
+  np.testing.assert_array_equal(y, h_new)
+
+
+def test_gru_step_matches_numpy_equations():
+  cell = cells.GRUCell(N)
+  x = np.asarray(jax.random.normal(jax.random.key(0), (B, M)))
+  h = np.asarray(jax.random.normal(jax.random.key(2), (B, N)))
+  params = _np_params(cell.init(jax.random.key(3), jnp.asarray(h), jnp.asarray(x))["params"])
+  p32 = jax.tree_util.tree_map(lambda v: jnp.asarray(v, jnp.float32), params)
+  h_new, y = cell.apply({"params": p32}, jnp.asarray(h), jnp.asarray(x))
+  np.testing.assert_allclose(h_new, np_gru_step(params, h, x), rtol=1e-5, atol=1e-5)
+  np.testing.assert_array_equal(y, h_new)
+
+
+@pytest.mark.parametrize("cls", [cells.LSTMCell, cells.GRUCell])
+def test_bfloat16_inputs_compute_in_float32_and_bad_input_raises(cls):
+  cell = cls(N)
+  x = jnp.ones((B, M), jnp.bfloat16)
+  carry = cell.initialize_carry(jax.random.key(0), x.shape)
+  variables = cell.init(jax.random.key(1), carry, x)
+  _, y = cell.apply(variables, carry, x)
+  assert y.dtype == jnp.float32
+  with pytest.raises(ValueError, match=f"{cls.__name__}: inputs must have {M} features"):
+    cell.apply(variables, carry, jnp.ones((B, M + 1)))
+  with pytest.raises(ValueError, match=f"{cls.__name__}: argument 'features'"):
+    cls(0).init(jax.random.key(1), carry, x)
