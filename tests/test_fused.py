@@ -318,7 +318,10 @@ def test_fused_scan_for_cell_matches_recurrent_layer(name, kw):
 
 def test_fused_scan_for_cell_none_for_uncovered():
   assert fused.fused_scan_for_cell(cells.make_cell("ncgru", N)) is None
-  assert fused.fused_scan_for_cell(cells.make_cell("lstm", N)) is None
+  assert fused.fused_scan_for_cell(cells.make_cell("lstm", N)) is not None
+  # The hand-written derivatives assume sigmoid gates and tanh: other functions fall back.
+  assert fused.fused_scan_for_cell(cells.LSTMCell(N, gate_fn=jax.nn.hard_sigmoid)) is None
+  assert fused.fused_scan_for_cell(cells.GRUCell(N, activation_fn=jax.nn.relu)) is None
 
 
 # ------------------------------------------------------- in-loop input projection

@@ -138,7 +138,7 @@ def test_pure_step_on_unbound_cell(name):
   _close(jnp.swapaxes(ys, 0, 1), layer.apply({"params": params}, x))
 
 
-@pytest.mark.parametrize("name", ["lvf", "exprnn", "antisymmetric", "rnn", "ncgru"])
+@pytest.mark.parametrize("name", ["lvf", "exprnn", "antisymmetric", "rnn", "ncgru", "lstm", "gru"])
 def test_fused_layer_matches_plain_scan(name):
   """Recurrent(fused=True) gives the outputs and gradients of the plain scan (masked)."""
   x = data()

@@ -101,11 +101,13 @@ def _check_choice(fn: str, name: str, value: Any, allowed: tuple[str, ...]) -> s
   return value
 
 
-def _prepare(fn: str, kernel, u, h0, bias, mask, seq_lengths, width: int):
+def _prepare(fn: str, kernel, u, h0, bias, mask, seq_lengths, width: int, kernels: int = 1):
   """Validates, casts to ``u.dtype`` and flattens the batch axes to one.
 
   Returns ``(kernel, u2, h02, bias, mask2, batch_shape)`` with ``u2: (T, B, width n)``,
-  ``h02: (B, n)``, ``mask2: (T, B) bool or None``.
+  ``h02: (B, n)``, ``mask2: (T, B) bool or None``. ``kernels``: the kernel is ``(n,
+  kernels n)`` (the gated cells' concatenated recurrent kernels) and the bias ``(kernels
+  n,)``.
   """
   u = jnp.asarray(u)
   if u.ndim < 2 or not jnp.issubdtype(u.dtype, jnp.floating):
@@ -115,9 +117,9 @@ def _prepare(fn: str, kernel, u, h0, bias, mask, seq_lengths, width: int):
   dtype = u.dtype
   kernel = jnp.asarray(kernel)
   n = kernel.shape[0] if kernel.ndim == 2 else -1
-  if kernel.ndim != 2 or kernel.shape != (n, n):
-    raise ValueError(
-        f"{fn}: argument 'kernel' must be a square matrix (n, n); got shape {kernel.shape}.")
+  if kernel.ndim != 2 or kernel.shape != (n, kernels * n):
+    want = "a square matrix (n, n)" if kernels == 1 else f"a matrix (n, {kernels} n)"
+    raise ValueError(f"{fn}: argument 'kernel' must be {want}; got shape {kernel.shape}.")
   if width is not None and u.shape[-1] != width * n:
     raise ValueError(
         f"{fn}: argument 'u' must have {width * n} features (= {width} x n, n={n}); "
@@ -132,8 +134,9 @@ def _prepare(fn: str, kernel, u, h0, bias, mask, seq_lengths, width: int):
         f"got {h0.shape}.")
   if bias is not None:
     bias = jnp.asarray(bias)
-    if bias.shape != (n,):
-      raise ValueError(f"{fn}: argument 'bias' must have shape (n,) = ({n},); got {bias.shape}.")
+    if bias.shape != (kernels * n,):
+      raise ValueError(f"{fn}: argument 'bias' must have shape ({kernels * n},); got "
+                       f"{bias.shape}.")
     bias = bias.astype(dtype)
   if mask is not None and seq_lengths is not None:
     raise ValueError(f"{fn}: pass at most one of 'mask' and 'seq_lengths'.")
@@ -541,7 +544,10 @@ def fused_scan_for_cell(cell: Any):
                                               epsilon=cell.epsilon)``
   ``GatedAntisymmetricRNNCell``               ``gated_euler_scan(prep['kernel'], u, carry,
                                               epsilon=cell.epsilon)``
-  ``NCGRUCell``, ``LSTMCell``, ``GRUCell``    ``None`` (use ``scan_steps``)
+  ``LSTMCell``, ``GRUCell`` (sigmoid gates,   :func:`lvf_jax.layers.fused_gated.lstm_scan`
+  tanh activations: the defaults)             / ``gru_scan(prep['kernel'], prep['bias'],
+                                              u, carry)``
+  ``NCGRUCell``, other gate functions         ``None`` (use ``scan_steps``)
   ==========================================  ==========================================
 
   Args:
@@ -571,6 +577,16 @@ def fused_scan_for_cell(cell: Any):
     return simple("tanh", False)
   if isinstance(cell, cells.AntisymmetricRNNCell):  # includes the gated subclass
     return euler(bool(cell.gated), float(cell.epsilon))
+  if isinstance(cell, (cells.LSTMCell, cells.GRUCell)):
+    if cell.gate_fn is not jax.nn.sigmoid or cell.activation_fn is not jnp.tanh:
+      return None  # the hand-written derivatives assume Flax's default functions
+    from lvf_jax.layers import fused_gated  # lazy: fused_gated imports this module
+    fn = fused_gated.lstm_scan if isinstance(cell, cells.LSTMCell) else fused_gated.gru_scan
+
+    def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
+      return fn(prep["kernel"], prep["bias"], u, carry, reverse=reverse, unroll=unroll,
+                mask=mask)
+    return scan
   return None
 
 

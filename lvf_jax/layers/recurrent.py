@@ -146,8 +146,9 @@ class Recurrent(nn.Module):
     fused: run the cell with its hand-written-VJP scan from :mod:`lvf_jax.layers.fused`
       (one large weight-gradient product after the backward sweep instead of one small
       product per step) when one covers it: the ``sigma(h K + u + b)`` cells
-      (:class:`~lvf_jax.cells.base.KernelCell`, tanh RNNs) and the AntisymmetricRNN cells;
-      other cells use the plain scan. Same outputs and gradients (tested).
+      (:class:`~lvf_jax.cells.base.KernelCell`, tanh RNNs), the AntisymmetricRNN cells
+      and the LSTM / GRU (:mod:`lvf_jax.layers.fused_gated`); other cells (NC-GRU) use
+      the plain scan. Same outputs and gradients (tested).
   """
 
   cell: nn.Module

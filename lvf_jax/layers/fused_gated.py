@@ -1,0 +1,230 @@
+"""Fused LSTM and GRU recurrences with a hand-written VJP (the gated variants of
+:mod:`lvf_jax.layers.fused`).
+
+Same design as :func:`lvf_jax.layers.fused.rnn_scan`: the forward ``lax.scan`` does one
+``(B, n) x (n, k n)`` product per step (the ``k`` recurrent kernels concatenated) and stores
+the gate activations; the backward ``lax.scan`` propagates only the state cotangents (one
+``(B, k n) x (k n, n)`` product per step) and emits the pre-activation cotangents ``dZ``;
+after it, ``dK = sum_t h_{t-1}^T dz_t`` is **one** ``(n, T B) x (T B, k n)`` product and
+the recurrent-bias gradient one reduction. The input cotangent is ``dZ`` (restricted to the
+input's columns), so the caller's autodiff turns the hoisted input projection's gradient
+into one large product too. Plain autodiff of the same scan computes a small weight-gradient
+product at every step instead (issue 7).
+
+Row-vector convention, Flax's formulations and gate order (:class:`lvf_jax.cells.LSTMCell`,
+:class:`lvf_jax.cells.GRUCell`, ``K`` the concatenated hidden kernels, ``b`` the hidden
+biases, ``u_t`` the projected input with the input biases):
+
+* :func:`lstm_scan` -- ``z = h K + b + u_t``, ``[i, f, g, o] = [sigmoid, sigmoid, tanh,
+  sigmoid](z)``, ``c' = f c + i g``, ``h' = o tanh(c')``; carry ``(c, h)``, output ``h'``.
+  Residuals: the four gates and the cell states, ``5 T B n`` floats besides the outputs.
+* :func:`gru_scan` -- ``a = h K + b``, ``r = sigmoid(u^r_t + a_r)``, ``z = sigmoid(u^z_t +
+  a_z)``, ``m = tanh(u^m_t + r a_m)``, ``h' = (1 - z) m + z h``. Residuals: ``r, z, m, a_m``,
+  ``4 T B n`` floats.
+
+Masking (``mask`` / ``seq_lengths``), ``reverse`` and the flattening of several batch axes
+follow :func:`lvf_jax.layers.fused.rnn_scan`: where the mask is False the carry is frozen
+(its cotangent flows straight through) and the output is zero. First-order only (the
+hand-written backward pass is not itself differentiable again); ``jax.checkpoint``
+composes. Inputs are time-major.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+
+from lvf_jax.layers.fused import (_big_matmul_tn, _check_unroll, _finish, _last_carry,
+                                  _mask_select, _prepare, _prev_states)
+
+Array = jnp.ndarray
+
+
+def _masked(m_t, new, old):
+  return new if m_t is None else _mask_select(m_t, new, old)
+
+
+# ------------------------------------------------------------------------- LSTM
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7))
+def _lstm_core(kernel, bias, u, c0, h0, mask, reverse, unroll):
+  (cs, hs), _ = _lstm_forward(kernel, bias, u, c0, h0, mask, reverse, unroll)
+  return (_last_carry(c0, cs, reverse), _last_carry(h0, hs, reverse)), hs
+
+
+def _lstm_forward(kernel, bias, u, c0, h0, mask, reverse, unroll):
+  def body(carry, xs):
+    c, h = carry
+    u_t, m_t = xs
+    z = jnp.dot(h, kernel) + bias[None, :] + u_t
+    zi, zf, zg, zo = jnp.split(z, 4, axis=-1)
+    i, f, g, o = jax.nn.sigmoid(zi), jax.nn.sigmoid(zf), jnp.tanh(zg), jax.nn.sigmoid(zo)
+    c_new = f * c + i * g
+    h_new = o * jnp.tanh(c_new)
+    c_new, h_new = _masked(m_t, c_new, c), _masked(m_t, h_new, h)
+    return (c_new, h_new), ((c_new, h_new), jnp.concatenate([i, f, g, o], axis=-1))
+
+  _, (states, gates) = jax.lax.scan(body, (c0, h0), (u, mask), reverse=reverse,
+                                    unroll=unroll)
+  return states, gates
+
+
+def _lstm_fwd(kernel, bias, u, c0, h0, mask, reverse, unroll):
+  (cs, hs), gates = _lstm_forward(kernel, bias, u, c0, h0, mask, reverse, unroll)
+  out = (_last_carry(c0, cs, reverse), _last_carry(h0, hs, reverse)), hs
+  return out, (kernel, c0, h0, mask, cs, hs, gates)
+
+
+def _lstm_bwd(reverse, unroll, res, cts):
+  kernel, c0, h0, mask, cs, hs, gates = res
+  (dc_last, dh_last), dhs = cts
+  kernel_t = kernel.T
+  c_prev = _prev_states(c0, cs, reverse)
+
+  def body(carry, xs):
+    dc, dh = carry
+    gates_t, c_t, cp_t, dy_t, m_t = xs
+    i, f, g, o = jnp.split(gates_t, 4, axis=-1)
+    gh = dh + dy_t
+    gh_valid = _masked(m_t, gh, jnp.zeros((), gh.dtype))
+    dc_valid = _masked(m_t, dc, jnp.zeros((), dc.dtype))
+    tc = jnp.tanh(c_t)
+    dct = dc_valid + gh_valid * o * (1.0 - tc * tc)
+    dz = jnp.concatenate([dct * g * i * (1.0 - i), dct * cp_t * f * (1.0 - f),
+                          dct * i * (1.0 - g * g), gh_valid * tc * o * (1.0 - o)], axis=-1)
+    dh_prev = jnp.dot(dz, kernel_t)
+    dc_prev = dct * f
+    if m_t is not None:  # a padded step's carry is the old carry: pass its cotangent on
+      dh_prev = dh_prev + _mask_select(m_t, jnp.zeros((), gh.dtype), gh)
+      dc_prev = _mask_select(m_t, dc_prev, dc)
+    return (dc_prev, dh_prev), dz
+
+  (dc0, dh0), dz = jax.lax.scan(body, (dc_last, dh_last), (gates, cs, c_prev, dhs, mask),
+                                reverse=not reverse, unroll=unroll)
+  d_kernel = _big_matmul_tn(_prev_states(h0, hs, reverse), dz)
+  d_bias = jnp.sum(dz, axis=(0, 1))
+  return d_kernel, d_bias, dz, dc0, dh0, None
+
+
+_lstm_core.defvjp(_lstm_fwd, _lstm_bwd)
+
+
+def lstm_scan(kernel: Array, bias: Array, u: Array, carry: tuple[Array, Array], *,
+              reverse: bool = False, unroll: int = 1, mask: Optional[Array] = None,
+              seq_lengths: Optional[Array] = None):
+  """The LSTM recurrence over time with the fused backward pass (module docstring).
+
+  Args:
+    kernel: concatenated hidden kernels ``[K_i K_f K_g K_o]``, ``(n, 4n)``.
+    bias: concatenated hidden biases ``(4n,)``.
+    u: projected inputs (input biases included), time-major ``(T, *batch, 4n)``.
+    carry: ``(c0, h0)``, each ``(*batch, n)``.
+    reverse, unroll, mask, seq_lengths: as :func:`lvf_jax.layers.fused.rnn_scan`.
+
+  Returns:
+    ``((c_final, h_final), hs)`` with ``hs`` time-major ``(T, *batch, n)``.
+  """
+  fn = "lstm_scan"
+  unroll = _check_unroll(fn, unroll)
+  c0, h0 = carry
+  kernel, u2, h02, bias, mask2, batch_shape = _prepare(fn, kernel, u, h0, bias, mask,
+                                                       seq_lengths, 4, kernels=4)
+  c0 = jnp.asarray(c0)
+  if c0.shape != jnp.shape(h0):
+    raise ValueError(f"{fn}: argument 'carry' must be (c0, h0) of equal shapes; got "
+                     f"{c0.shape} and {jnp.shape(h0)}.")
+  c02 = c0.astype(u2.dtype).reshape(h02.shape)
+  (c_last, h_last), hs = _lstm_core(kernel, bias, u2, c02, h02, mask2, bool(reverse), unroll)
+  h_last, ys = _finish(h_last, hs, mask2, batch_shape)
+  return (c_last.reshape(h_last.shape), h_last), ys
+
+
+# -------------------------------------------------------------------------- GRU
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6))
+def _gru_core(kernel, bias, u, h0, mask, reverse, unroll):
+  hs, _ = _gru_forward(kernel, bias, u, h0, mask, reverse, unroll)
+  return _last_carry(h0, hs, reverse), hs
+
+
+def _gru_forward(kernel, bias, u, h0, mask, reverse, unroll):
+  def body(h, xs):
+    u_t, m_t = xs
+    a = jnp.dot(h, kernel) + bias[None, :]
+    a_r, a_z, a_m = jnp.split(a, 3, axis=-1)
+    u_r, u_z, u_m = jnp.split(u_t, 3, axis=-1)
+    r = jax.nn.sigmoid(u_r + a_r)
+    z = jax.nn.sigmoid(u_z + a_z)
+    m = jnp.tanh(u_m + r * a_m)
+    h_new = _masked(m_t, (1.0 - z) * m + z * h, h)
+    return h_new, (h_new, jnp.concatenate([r, z, m, a_m], axis=-1))
+
+  _, (hs, acts) = jax.lax.scan(body, h0, (u, mask), reverse=reverse, unroll=unroll)
+  return hs, acts
+
+
+def _gru_fwd(kernel, bias, u, h0, mask, reverse, unroll):
+  hs, acts = _gru_forward(kernel, bias, u, h0, mask, reverse, unroll)
+  return (_last_carry(h0, hs, reverse), hs), (kernel, h0, mask, hs, acts)
+
+
+def _gru_bwd(reverse, unroll, res, cts):
+  kernel, h0, mask, hs, acts = res
+  dh_last, dhs = cts
+  kernel_t = kernel.T
+  h_prev = _prev_states(h0, hs, reverse)
+
+  def body(dh, xs):
+    acts_t, hp_t, dy_t, m_t = xs
+    r, z, m, a_m = jnp.split(acts_t, 4, axis=-1)
+    g = dh + dy_t
+    gv = _masked(m_t, g, jnp.zeros((), g.dtype))
+    d_pre_m = gv * (1.0 - z) * (1.0 - m * m)
+    d_pre_r = d_pre_m * a_m * r * (1.0 - r)
+    d_pre_z = gv * (hp_t - m) * z * (1.0 - z)
+    du = jnp.concatenate([d_pre_r, d_pre_z, d_pre_m], axis=-1)
+    da = jnp.concatenate([d_pre_r, d_pre_z, d_pre_m * r], axis=-1)
+    dh_prev = gv * z + jnp.dot(da, kernel_t)
+    if m_t is not None:
+      dh_prev = dh_prev + _mask_select(m_t, jnp.zeros((), g.dtype), g)
+    return dh_prev, (du, da)
+
+  dh0, (du, da) = jax.lax.scan(body, dh_last, (acts, h_prev, dhs, mask), reverse=not reverse,
+                               unroll=unroll)
+  d_kernel = _big_matmul_tn(h_prev, da)
+  d_bias = jnp.sum(da, axis=(0, 1))
+  return d_kernel, d_bias, du, dh0, None
+
+
+_gru_core.defvjp(_gru_fwd, _gru_bwd)
+
+
+def gru_scan(kernel: Array, bias: Array, u: Array, h0: Array, *, reverse: bool = False,
+             unroll: int = 1, mask: Optional[Array] = None,
+             seq_lengths: Optional[Array] = None):
+  """The GRU recurrence over time with the fused backward pass (module docstring).
+
+  Args:
+    kernel: concatenated hidden kernels ``[K_r K_z K_m]``, ``(n, 3n)``.
+    bias: concatenated hidden biases ``(3n,)`` (Flax's GRU: zeros, zeros, ``b_hn``).
+    u: projected inputs (input biases included), time-major ``(T, *batch, 3n)``.
+    h0: initial carry ``(*batch, n)``.
+    reverse, unroll, mask, seq_lengths: as :func:`lvf_jax.layers.fused.rnn_scan`.
+
+  Returns:
+    ``(h_final, hs)`` with ``hs`` time-major ``(T, *batch, n)``.
+  """
+  fn = "gru_scan"
+  unroll = _check_unroll(fn, unroll)
+  kernel, u2, h02, bias, mask2, batch_shape = _prepare(fn, kernel, u, h0, bias, mask,
+                                                       seq_lengths, 3, kernels=3)
+  h_last, hs = _gru_core(kernel, bias, u2, h02, mask2, bool(reverse), unroll)
+  return _finish(h_last, hs, mask2, batch_shape)
+
+
+__all__ = ["lstm_scan", "gru_scan"]

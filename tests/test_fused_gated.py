@@ -1,0 +1,142 @@
+"""The fused LSTM / GRU scans against plain autodiff of an independent scan of the
+equations (float64, tight), finite differences, masking, reverse, batch axes, errors."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import test_util as jtu
+
+from lvf_jax.layers import fused_gated
+
+N, T = 4, 6
+LENGTHS = np.array([T, 2, 4])
+
+
+def lstm_ref(kernel, bias, u, carry, reverse=False, mask=None):
+  """Plain lax.scan of the LSTM equations (autodiff baseline, written independently)."""
+  def body(cr, xs):
+    c, h = cr
+    u_t, m_t = xs
+    z = h @ kernel + bias[None, :] + u_t
+    i = 1 / (1 + jnp.exp(-z[:, :N]))
+    f = 1 / (1 + jnp.exp(-z[:, N:2 * N]))
+    g = jnp.tanh(z[:, 2 * N:3 * N])
+    o = 1 / (1 + jnp.exp(-z[:, 3 * N:]))
+    c2 = f * c + i * g
+    h2 = o * jnp.tanh(c2)
+    if m_t is not None:
+      c2 = jnp.where(m_t[:, None], c2, c)
+      h2 = jnp.where(m_t[:, None], h2, h)
+    return (c2, h2), h2
+  cr, hs = jax.lax.scan(body, carry, (u, mask), reverse=reverse)
+  if mask is not None:
+    hs = jnp.where(mask[..., None], hs, 0.0)
+  return cr, hs
+
+
+def gru_ref(kernel, bias, u, h0, reverse=False, mask=None):
+  def body(h, xs):
+    u_t, m_t = xs
+    a = h @ kernel + bias[None, :]
+    r = 1 / (1 + jnp.exp(-(u_t[:, :N] + a[:, :N])))
+    z = 1 / (1 + jnp.exp(-(u_t[:, N:2 * N] + a[:, N:2 * N])))
+    m = jnp.tanh(u_t[:, 2 * N:] + r * a[:, 2 * N:])
+    h2 = (1 - z) * m + z * h
+    if m_t is not None:
+      h2 = jnp.where(m_t[:, None], h2, h)
+    return h2, h2
+  h, hs = jax.lax.scan(body, h0, (u, mask), reverse=reverse)
+  if mask is not None:
+    hs = jnp.where(mask[..., None], hs, 0.0)
+  return h, hs
+
+
+def data(k, batch=3, seed=0):
+  rng = np.random.default_rng(seed)
+  kernel = jnp.asarray(rng.standard_normal((N, k * N)) / np.sqrt(N))
+  bias = jnp.asarray(0.3 * rng.standard_normal((k * N,)))
+  u = jnp.asarray(rng.standard_normal((T, batch, k * N)))
+  h0 = jnp.asarray(0.5 * rng.standard_normal((batch, N)))
+  c0 = jnp.asarray(0.5 * rng.standard_normal((batch, N)))
+  return kernel, bias, u, h0, c0
+
+
+def mask_of(lengths):
+  return jnp.asarray(np.arange(T)[:, None] < np.asarray(lengths)[None, :])
+
+
+def _loss(out, w):
+  carry, hs = out
+  return jnp.sum(hs * w) + sum(jnp.sum(jnp.sin(c)) for c in jax.tree_util.tree_leaves(carry))
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+@pytest.mark.parametrize("reverse, lengths", [(False, None), (True, None), (False, LENGTHS),
+                                              (True, LENGTHS)])
+def test_matches_autodiff_of_reference_x64(cell, reverse, lengths, x64):
+  kernel, bias, u, h0, c0 = data(4 if cell == "lstm" else 3)
+  carry = (c0, h0) if cell == "lstm" else h0
+  fused = fused_gated.lstm_scan if cell == "lstm" else fused_gated.gru_scan
+  ref = lstm_ref if cell == "lstm" else gru_ref
+  mask = None if lengths is None else mask_of(lengths)
+  w = jnp.asarray(np.random.default_rng(9).standard_normal((T, 3, N)))
+
+  def f_fused(*a):
+    return _loss(fused(*a, reverse=reverse, mask=mask), w)
+
+  def f_ref(*a):
+    return _loss(ref(*a, reverse=reverse, mask=mask), w)
+
+  args = (kernel, bias, u, carry)
+  out_f = fused(*args, reverse=reverse, mask=mask)
+  out_r = ref(*args, reverse=reverse, mask=mask)
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12),
+                         out_f, out_r)
+  g_f = jax.jit(jax.grad(f_fused, argnums=(0, 1, 2, 3)))(*args)
+  g_r = jax.jit(jax.grad(f_ref, argnums=(0, 1, 2, 3)))(*args)
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12),
+                         g_f, g_r)
+  if lengths is not None:  # padded steps: zero outputs, frozen carry
+    hs = np.asarray(out_f[1])
+    assert np.all(hs[2:, 1] == 0)
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_check_grads_finite_differences_x64(cell, x64):
+  kernel, bias, u, h0, c0 = data(4 if cell == "lstm" else 3, batch=2, seed=3)
+  carry = (c0, h0) if cell == "lstm" else h0
+  fused = fused_gated.lstm_scan if cell == "lstm" else fused_gated.gru_scan
+  w = jnp.asarray(np.random.default_rng(1).standard_normal((T, 2, N)))
+  f = lambda *a: _loss(fused(*a), w)
+  jtu.check_grads(f, (kernel, bias, u, carry), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
+
+
+def test_several_batch_axes_and_seq_lengths():
+  kernel, bias, u, h0, c0 = data(4, batch=6)
+  u4 = u.reshape((T, 2, 3, 4 * N)).astype(jnp.float32)
+  carry = (c0.reshape((2, 3, N)).astype(jnp.float32), h0.reshape((2, 3, N)).astype(jnp.float32))
+  lengths = jnp.array([[T, 1, 2], [3, 4, 5]])
+  (c, h), hs = fused_gated.lstm_scan(kernel.astype(jnp.float32), bias.astype(jnp.float32),
+                                     u4, carry, seq_lengths=lengths)
+  assert hs.shape == (T, 2, 3, N) and c.shape == h.shape == (2, 3, N)
+  (c_ref, h_ref), hs_ref = lstm_ref(kernel.astype(jnp.float32), bias.astype(jnp.float32),
+                                    u4.reshape((T, 6, 4 * N)),
+                                    tuple(a.reshape((6, N)) for a in carry),
+                                    mask=jnp.arange(T)[:, None] < lengths.reshape(-1)[None])
+  np.testing.assert_allclose(hs.reshape((T, 6, N)), hs_ref, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(h.reshape((6, N)), h_ref, rtol=1e-5, atol=1e-6)
+
+
+def test_bad_arguments_raise():
+  kernel, bias, u, h0, c0 = data(4)
+  with pytest.raises(ValueError, match=r"lstm_scan: argument 'kernel' must be a matrix \(n, 4 n\)"):
+    fused_gated.lstm_scan(kernel[:, :3 * N], bias, u, (c0, h0))
+  with pytest.raises(ValueError, match=r"lstm_scan: argument 'bias' must have shape \(16,\)"):
+    fused_gated.lstm_scan(kernel, bias[:3], u, (c0, h0))
+  with pytest.raises(ValueError, match="lstm_scan: argument 'carry'"):
+    fused_gated.lstm_scan(kernel, bias, u, (c0[:2], h0))
+  with pytest.raises(ValueError, match="gru_scan: argument 'u' must have 12 features"):
+    fused_gated.gru_scan(kernel[:, :3 * N], bias[:3 * N], u, h0)
+  with pytest.raises(ValueError, match="gru_scan: argument 'unroll'"):
+    fused_gated.gru_scan(kernel[:, :3 * N], bias[:3 * N], u[..., :3 * N], h0, unroll=0)
