@@ -21,6 +21,8 @@ from flax import linen as nn
 from lvf_jax.cells import base
 
 Array = jnp.ndarray
+
+
 class TanhRNNCell(base.StructuredCell):
   r"""Vanilla RNN ``h_t = tanh(h_{t-1} @ K + x_t @ U + b)`` (row form; ``K = W^T``).
 
@@ -122,23 +124,14 @@ class _FlaxGatedCell(base.StructuredCell):
 
   def project_inputs(self, x: Array) -> Array:
     """``x @ [W_i<gate> ...] (+ input biases)``: ``(..., k n)``, one 2-D product."""
-    x = jnp.asarray(x)
-    name = type(self).__name__
-    if x.ndim < 1:
-      raise ValueError(f"{name}: inputs must have shape (..., features); got shape {x.shape}.")
     first = f"i{self.GATES[0]}"
+    known = None
     if self.has_variable("params", first):
-      m = self.get_variable("params", first)["kernel"].shape[0]
-      if x.shape[-1] != m:
-        raise ValueError(
-            f"{name}: inputs must have {m} features (the size the cell was initialised "
-            f"with); got inputs of shape {x.shape}.")
+      known = self.get_variable("params", first)["kernel"].shape[0]
+    x = base.check_inputs(type(self).__name__, x, known)
     dtype = self._compute_dtype(x)
     kernel, bias = self._blocks("i", x.shape[-1], dtype)
-    u = jnp.dot(x.reshape((-1, x.shape[-1])).astype(dtype), kernel)
-    if bias is not None:
-      u = u + bias[None, :]
-    return u.reshape(x.shape[:-1] + (kernel.shape[-1],))
+    return base.dense_over_leading_axes(x, kernel, bias, dtype)
 
   def prepare(self, dtype: Optional[base.Dtype] = None) -> dict[str, Array]:
     """``{'kernel': [U_h<gate> ...] (n, k n), 'bias': hidden biases (k n,)}``."""

@@ -78,11 +78,8 @@ def expm_taylor(a: Array, *, max_squarings: int = 16) -> Array:
     ``exp(A)`` of the same shape and dtype.
   """
   a = jnp.asarray(a)
-  if (a.ndim < 2 or a.shape[-1] != a.shape[-2]
-      or not jnp.issubdtype(a.dtype, jnp.floating)):
-    raise ValueError(
-        f"expm_taylor: argument 'a' must be a floating square matrix (..., n, n); got "
-        f"{a.dtype} of shape {a.shape}.")
+  _checks.check_matrix("expm_taylor", "a", a)
+  _checks.check_floating("expm_taylor", "a", a.dtype)
   if (isinstance(max_squarings, bool) or not isinstance(max_squarings, numbers.Integral)
       or not 0 <= max_squarings <= 64):
     raise ValueError(
