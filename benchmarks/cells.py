@@ -41,6 +41,10 @@ import argparse
 import datetime
 import os
 import platform
+try:
+  import resource
+except ImportError:  # not on Windows
+  resource = None
 import statistics
 import sys
 import time
@@ -141,10 +145,19 @@ def product_floor(n: int, steps: int, batch: int, k: int):
   return run, (w, h0)
 
 
+def _minor_faults() -> int:
+  return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource else 0
+
+
 def time_interleaved(entries: dict, repeats: int, warmup: int) -> dict:
-  """``{key: (median, min) ms}``; every repetition times each entry once, in turn, so that
-  all entries of a setting see the same machine load (ratios are then meaningful on a
-  shared CPU). ``entries``: ``{key: (fn, state)}`` with ``fn(state) -> state``."""
+  """``{key: (median ms, min ms, minor page faults per iteration)}``; every repetition
+  times each entry once, in turn, so that all entries of a setting see the same machine
+  load (ratios are then meaningful on a shared CPU). ``entries``: ``{key: (fn, state)}``
+  with ``fn(state) -> state``.
+
+  The page faults (process-wide ``getrusage``, 0 where unavailable) show when a jitted
+  function's temporary buffers are mapped afresh by every call (see docs/RESULTS.md,
+  "Page faults")."""
   states = {}
   for key, (fn, state) in entries.items():
     state = jax.block_until_ready(fn(state))  # compile
@@ -152,12 +165,24 @@ def time_interleaved(entries: dict, repeats: int, warmup: int) -> dict:
       state = jax.block_until_ready(fn(state))
     states[key] = state
   times = {key: [] for key in entries}
+  faults = {key: 0 for key in entries}
   for _ in range(repeats):
     for key, (fn, _) in entries.items():
+      f0 = _minor_faults()
       t0 = time.perf_counter()
       states[key] = jax.block_until_ready(fn(states[key]))
       times[key].append((time.perf_counter() - t0) * 1e3)
-  return {key: (statistics.median(t), min(t)) for key, t in times.items()}
+      faults[key] += _minor_faults() - f0
+  return {key: (statistics.median(t), min(t), faults[key] / max(repeats, 1))
+          for key, t in times.items()}
+
+
+def _malloc_env() -> str:
+  """The glibc malloc settings of this process's environment (they decide whether large
+  buffers are mapped afresh by every call)."""
+  keys = sorted(k for k in os.environ if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"
+                or k == "LD_PRELOAD")
+  return " ".join(f"{k}={os.environ[k]}" for k in keys)
 
 
 def main(argv=None) -> int:
@@ -182,8 +207,9 @@ def main(argv=None) -> int:
   args = parser.parse_args(argv)
 
   header = ("| cell | n | T | batch | layer ms | nn.RNN ms | layer / floor | nn.RNN / layer |"
-            " layer min ms | nn.RNN min ms | prepare ms | (floor + prepare) / floor |\n"
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            " layer min ms | nn.RNN min ms | prepare ms | (floor + prepare) / floor |"
+            " layer faults / iter |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
   rows = []
   print(header, flush=True)
   fmt = lambda v: "-" if v is None else f"{v:.2f}"
@@ -212,9 +238,9 @@ def main(argv=None) -> int:
         if args.explain:
           labels += [f"products x {k}" for k in (1, 3, 4)]
         for name in labels:
-          lay, lay_min = res.get((name, "layer"), (None, None))
-          rnn, rnn_min = res.get((name, "nn.RNN"), (None, None))
-          prep = res.get((name, "prepare"), (None, None))[0]
+          lay, lay_min, lay_faults = res.get((name, "layer"), (None, None, None))
+          rnn, rnn_min, _ = res.get((name, "nn.RNN"), (None, None, None))
+          prep = res.get((name, "prepare"), (None, None, None))[0]
           prep = None if prep is None else prep / PREPARE_INNER
           ratio_floor = None if lay is None else lay / floor
           ratio_rnn = None if (lay is None or rnn is None) else rnn / lay
@@ -222,7 +248,8 @@ def main(argv=None) -> int:
           label = f"{name} (floor)" if name == FLOOR else name
           row = (f"| {label} | {n} | {steps} | {batch} | {fmt(lay)} | {fmt(rnn)} | "
                  f"{fmt(ratio_floor)} | {fmt(ratio_rnn)} | {fmt(lay_min)} | {fmt(rnn_min)} | "
-                 f"{fmt(prep)} | {fmt(bound)} |")
+                 f"{fmt(prep)} | {fmt(bound)} | "
+                 f"{'-' if lay_faults is None else f'{lay_faults:.0f}'} |")
           rows.append(row)
           print(row, flush=True)
         del entries, res
@@ -237,7 +264,8 @@ def main(argv=None) -> int:
             f"{dev.platform} ({dev.device_kind}; {platform.processor() or platform.machine()}, "
             f"{os.cpu_count()} logical CPUs, load average at the end {load}), "
             f"jax {jax.__version__}, OPENBLAS_NUM_THREADS="
-            f"{os.environ.get('OPENBLAS_NUM_THREADS')}; median (and min) of {args.repeats} "
+            f"{os.environ.get('OPENBLAS_NUM_THREADS')}, allocator settings "
+            f"{_malloc_env() or 'default'}; median (and min) of {args.repeats} "
             f"interleaved jitted training iterations (forward + backward + SGD), input size "
             f"{args.input_size}, fused={args.fused}; ratios use medians.\n"
             f"Command: python benchmarks/cells.py {' '.join(argv if argv is not None else sys.argv[1:])}\n\n")

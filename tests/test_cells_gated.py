@@ -97,6 +97,29 @@ def test_antisymmetric_step_matches_eqs_12_13(gated):
     np.testing.assert_allclose(out[i], want, rtol=1e-5, atol=1e-5)
 
 
+def test_gated_antisymmetric_projects_a_pair():
+  """project_inputs returns (x V_h + b_h, x V_z + b_z) from ONE (d, 2n) parameter; step
+  accepts the pair or the concatenated array and rejects other shapes."""
+  cell = cells.GatedAntisymmetricRNNCell(N, epsilon=0.3)
+  variables, h, x, _ = init_apply(cell)
+  p = variables["params"]["input"]
+  assert p["kernel"].shape == (x.shape[-1], 2 * N) and p["bias"].shape == (2 * N,)
+  bias = jnp.asarray(np.random.default_rng(9).normal(size=(2 * N,)), jnp.float32)
+  variables = {"params": {**variables["params"], "input": {"kernel": p["kernel"], "bias": bias}}}
+  u_h, u_z = cell.apply(variables, x, method=lambda c, xx: c.project_inputs(xx))
+  want = _np(x) @ _np(p["kernel"]) + _np(bias)
+  np.testing.assert_allclose(u_h, want[:, :N], rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(u_z, want[:, N:], rtol=1e-5, atol=1e-5)
+  prep = cell.apply(variables, method=lambda c: c.prepare())
+  a = cell.step(prep, h, (u_h, u_z))[0]
+  b = cell.step(prep, h, jnp.concatenate([u_h, u_z], axis=-1))[0]
+  np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+  with pytest.raises(ValueError, match="pair"):
+    cell.step(prep, h, u_h)
+  with pytest.raises(ValueError, match="pair"):
+    cell.step(prep, h, (u_h, u_z, u_z))
+
+
 def test_antisymmetric_init_statistics():
   n, m = 64, 40
   cell = cells.AntisymmetricRNNCell(n, sigma_w=2.0)

@@ -211,6 +211,34 @@ def test_euler_grads_float32_and_finite_differences(gated, x64):
       np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
 
 
+@pytest.mark.parametrize("store", fused.STORES)
+def test_gated_euler_pair_equals_concatenated_inputs_x64(store, x64):
+  """u = (u_h, u_z) and u = [u_h | u_z] give the same outputs; the pair's cotangents are
+  the halves of the concatenated input's."""
+  kernel, u, h0, _ = data(7, width=2)
+  mask = mask_of(CONFIGS[1][1])
+
+  def run(uu):
+    return fused.gated_euler_scan(kernel, uu, h0, epsilon=0.3, store=store, mask=mask)
+
+  pair = (u[..., :N], u[..., N:])
+  for a, b in zip(run(pair), run(u)):
+    np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
+  g_pair = jax.grad(objective(lambda k, uu, h: run(uu)), argnums=1)(kernel, pair, h0)
+  g_cat = jax.grad(objective(lambda k, uu, h: run(uu)), argnums=1)(kernel, u, h0)
+  np.testing.assert_allclose(jnp.concatenate(g_pair, axis=-1), g_cat, rtol=1e-12, atol=1e-13)
+
+
+def test_gated_euler_pair_errors():
+  kernel, u, h0, _ = data(8, width=2, dtype=jnp.float32)
+  with pytest.raises(ValueError, match="pair"):
+    fused.gated_euler_scan(kernel, (u[..., :N],), h0, epsilon=0.1)
+  with pytest.raises(ValueError, match="one shape"):
+    fused.gated_euler_scan(kernel, (u[..., :N], u[:-1, :, :N]), h0, epsilon=0.1)
+  with pytest.raises(ValueError, match="'u'"):  # halves of the wrong width
+    fused.gated_euler_scan(kernel, (u, u), h0, epsilon=0.1)
+
+
 # -------------------------------------------------- shapes, transformations, errors
 
 
@@ -305,7 +333,7 @@ def test_fused_scan_for_cell_matches_recurrent_layer(name, kw):
   def via_fused(p):
     def run(m):
       u = m.project_inputs(x)
-      return scan(m.prepare(dtype=u.dtype), h0, u, mask=mask_of(LENGTHS))
+      return scan(m.prepare(dtype=cells.base.input_dtype(u)), h0, u, mask=mask_of(LENGTHS))
     return cell.apply({"params": p["cell"]}, method=run)
 
   for a, b in zip(via_fused(params), via_layer(params)):

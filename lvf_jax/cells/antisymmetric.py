@@ -72,21 +72,36 @@ class AntisymmetricRNNCell(base.StructuredCell):
     """``{'kernel': (W - W^T - gamma I)^T}``."""
     return base.cast_tree({"kernel": self.recurrent_matrix().T}, self._prep_dtype(dtype))
 
-  def project_inputs(self, x: Array) -> Array:
-    """``x V_h + b_h`` (gated: ``[x V_h + b_h | x V_z + b_z]``)."""
-    return self.input(x, self._compute_dtype(x))
+  def project_inputs(self, x: Array) -> Any:
+    """``x V_h + b_h``; gated: the pair ``(x V_h + b_h, x V_z + b_z)`` (two arrays of
+    shape ``(..., n)``, from the column halves of the ``(d, 2n)`` parameter ``input``)."""
+    return self.input(x, self._compute_dtype(x), parts=2 if self.gated else 1)
 
   @nn.nowrap
   def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
     """Forward-Euler step of the antisymmetric ODE (pure), row form."""
     a = carry @ prep["kernel"]
-    n = carry.shape[-1]
     if self.gated:
-      z = jax.nn.sigmoid(a + u[..., n:])
-      h = carry + self.epsilon * (z * jnp.tanh(a + u[..., :n]))
+      u_h, u_z = split_gated_inputs(u, carry.shape[-1])
+      z = jax.nn.sigmoid(a + u_z)
+      h = carry + self.epsilon * (z * jnp.tanh(a + u_h))
     else:
       h = carry + self.epsilon * jnp.tanh(a + u)
     return h, h
+
+
+def split_gated_inputs(u: Any, n: int) -> tuple[Array, Array]:
+  """``(u_h, u_z)`` from the gated cell's projected inputs: the pair itself, or the halves
+  of one ``(..., 2n)`` array ``[u_h | u_z]``. Raises ``ValueError`` for anything else."""
+  if isinstance(u, (tuple, list)):
+    if len(u) != 2:
+      raise ValueError(f"GatedAntisymmetricRNNCell: projected inputs must be a pair (u_h, "
+                       f"u_z); got a sequence of {len(u)} arrays.")
+    return u[0], u[1]
+  if u.shape[-1] != 2 * n:
+    raise ValueError(f"GatedAntisymmetricRNNCell: projected inputs must be a pair (u_h, u_z) "
+                     f"or one array of {2 * n} features [u_h | u_z]; got shape {u.shape}.")
+  return u[..., :n], u[..., n:]
 
 
 class GatedAntisymmetricRNNCell(AntisymmetricRNNCell):

@@ -9,7 +9,10 @@ recurrence step (see ``docs/ARCHITECTURE.md``):
   functions (``expm``, Cayley solves, ``D_V``, the Schur form) are evaluated here, once per
   call. It is also where a cell sows its regularisation terms (collection ``'losses'``).
 * ``project_inputs(x)`` applies the input projection(s) to inputs of any leading shape, so a
-  layer can hoist it over all time steps as one large matmul.
+  layer can hoist it over all time steps as one large matmul. It returns an array ``u`` or,
+  for a cell whose step reads several separately projected inputs (the gated
+  AntisymmetricRNN), a tuple of arrays with the same leading axes; ``step`` receives the
+  matching slice ``u_t`` (:func:`input_dtype` reads the dtype of either form).
 * ``step(prep, carry, u_t) -> (carry, y)`` is a pure function of its arguments (it reads
   only the cell's static hyperparameters, never a parameter), callable on an unbound cell.
 
@@ -164,7 +167,11 @@ class InputProjection(nn.Module):
   owner: str = "cell"
 
   @nn.compact
-  def __call__(self, x: Array, dtype: Dtype) -> Array:
+  def __call__(self, x: Array, dtype: Dtype, parts: int = 1) -> Any:
+    """``x @ W + b`` in ``dtype``; with ``parts > 1``, the tuple of the ``parts`` equal
+    column blocks of it, each computed by its own product (same parameters): slicing the
+    product's last axis afterwards copies the whole sequence, which on XLA:CPU cost more
+    than the products themselves."""
     known = None
     if self.has_variable("params", "kernel"):
       known = self.get_variable("params", "kernel").shape[0]
@@ -174,7 +181,21 @@ class InputProjection(nn.Module):
     bias = None
     if self.use_bias:
       bias = self.param("bias", self.bias_init, (self.features,), self.param_dtype)
-    return dense_over_leading_axes(x, kernel, bias, dtype)
+    if parts == 1:
+      return dense_over_leading_axes(x, kernel, bias, dtype)
+    if self.features % parts:
+      raise ValueError(f"{self.owner}: cannot split {self.features} projected features "
+                       f"into {parts} equal parts.")
+    w = self.features // parts
+    return tuple(
+        dense_over_leading_axes(x, kernel[:, i * w:(i + 1) * w],
+                                None if bias is None else bias[i * w:(i + 1) * w], dtype)
+        for i in range(parts))
+
+
+def input_dtype(u: Any) -> Any:
+  """The dtype of a cell's projected inputs ``u`` (an array or a tuple of arrays)."""
+  return jax.tree_util.tree_leaves(u)[0].dtype
 
 
 def check_inputs(owner: str, x: Array, features: Optional[int]) -> Array:
@@ -256,8 +277,8 @@ class StructuredCell(nn.RNNCellBase):
       ``(new_carry, output)``.
     """
     u = self.project_inputs(inputs)
-    prep = self.prepare(dtype=u.dtype)
-    return self.step(prep, cast_tree(carry, u.dtype), u)
+    dtype = input_dtype(u)
+    return self.step(self.prepare(dtype=dtype), cast_tree(carry, dtype), u)
 
   @nn.nowrap
   def initialize_carry(self, rng: Any, input_shape: tuple[int, ...]) -> Any:

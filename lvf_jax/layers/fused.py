@@ -390,13 +390,6 @@ def _euler_acts(a, u_t, gated):
   return jnp.tanh(a + u_t), None
 
 
-def _split_gated(u, n, gated):
-  """The gated cell's ``(T, B, 2n)`` inputs as two ``(T, B, n)`` arrays: the loop bodies
-  then read two aligned slices instead of slicing one wide row per step (measured: the
-  per-step slices and concatenations made the gated scan slower than plain autodiff)."""
-  return (u[..., :n], u[..., n:]) if gated else u
-
-
 def _euler_forward(kernel, u, h0, mask, eps, store, reverse, unroll, gated):
   keep = store == "activation"
 
@@ -429,10 +422,8 @@ def _euler_bwd(eps, store, reverse, unroll, gated, res, cts):
   if acts is None:  # recompute the pre-activations as ONE large product
     num_steps, b = hs.shape[:2]
     a = jnp.dot(h_prev.reshape((num_steps * b, n)), kernel).reshape((num_steps, b, n))
-    if gated:
-      acts = (jnp.tanh(a + u[0]), jax.nn.sigmoid(a + u[1]))
-    else:
-      acts = jnp.tanh(a + u)
+    acts = _euler_acts(a, u, gated)
+    acts = acts if gated else acts[0]
 
   def body(c, xs):
     act_t, dy_t, m_t = xs
@@ -468,12 +459,32 @@ def _euler_api(fn, kernel, u, h0, *, epsilon, store, reverse, unroll, mask, seq_
   if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) \
       or not math.isfinite(float(epsilon)) or float(epsilon) <= 0:
     raise ValueError(f"{fn}: argument 'epsilon' must be a finite number > 0; got {epsilon!r}.")
-  kernel, u2, h02, _, mask2, batch_shape = _prepare(
-      fn, kernel, u, h0, None, mask, seq_lengths, 2 if gated else 1)
-  u2 = _split_gated(u2, kernel.shape[0], gated)
+  if gated and isinstance(u, (tuple, list)):
+    u_h, u_z = _gated_pair(fn, u)
+    kernel, u_h, h02, _, mask2, batch_shape = _prepare(
+        fn, kernel, u_h, h0, None, mask, seq_lengths, 1)
+    u2 = (u_h, u_z.astype(u_h.dtype).reshape(u_h.shape))
+  else:
+    kernel, u2, h02, _, mask2, batch_shape = _prepare(
+        fn, kernel, u, h0, None, mask, seq_lengths, 2 if gated else 1)
+    if gated:  # one (T, B, 2n) array: two (T, B, n) arrays for the loop bodies
+      n = kernel.shape[0]
+      u2 = (u2[..., :n], u2[..., n:])
   h_last, hs = _euler_core(kernel, u2, h02, mask2, float(epsilon), store, bool(reverse),
                            unroll, gated)
   return _finish(h_last, hs, mask2, batch_shape)
+
+
+def _gated_pair(fn: str, u) -> tuple[Array, Array]:
+  """Validates the gated scan's pair ``(u_h, u_z)`` (same shape, floating)."""
+  if len(u) != 2:
+    raise ValueError(f"{fn}: argument 'u' must be one array (time, *batch, 2n) or a pair "
+                     f"(u_h, u_z); got a sequence of {len(u)} arrays.")
+  u_h, u_z = jnp.asarray(u[0]), jnp.asarray(u[1])
+  if u_h.shape != u_z.shape or u_h.dtype != u_z.dtype:
+    raise ValueError(f"{fn}: the pair u = (u_h, u_z) must hold two arrays of one shape and "
+                     f"dtype; got {u_h.dtype}{u_h.shape} and {u_z.dtype}{u_z.shape}.")
+  return u_h, u_z
 
 
 def euler_scan(kernel: Array, u: Array, h0: Array, *, epsilon: float, store: str = "recompute",
@@ -510,8 +521,10 @@ def gated_euler_scan(kernel: Array, u: Array, h0: Array, *, epsilon: float,
 
   Args:
     kernel: ``(n, n)``.
-    u: ``[x_t V_h + b_h | x_t V_z + b_z]``, time-major ``(T, *batch, 2 n)`` (the layout
-      of :class:`~lvf_jax.cells.GatedAntisymmetricRNNCell.project_inputs`).
+    u: the pair ``(x_t V_h + b_h, x_t V_z + b_z)`` of time-major ``(T, *batch, n)``
+      arrays (what :meth:`~lvf_jax.cells.GatedAntisymmetricRNNCell.project_inputs`
+      returns), or one ``(T, *batch, 2 n)`` array ``[u_h | u_z]`` (split here: a copy of
+      the sequence, measured slower than projecting the halves separately).
     h0: ``(*batch, n)``.
     epsilon, store, reverse, unroll, mask, seq_lengths: as in :func:`euler_scan`
       (``store='activation'`` keeps ``2 T B n`` activations).

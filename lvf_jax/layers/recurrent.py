@@ -205,9 +205,10 @@ class Recurrent(nn.Module):
       initial_carry = self.cell.initialize_carry(key, batch_shape + x_tm.shape[-1:])
 
     if is_structured(self.cell):
-      u = self.cell.project_inputs(x_tm)
-      prep = self.cell.prepare(dtype=u.dtype)
-      carry = _cast_tree(initial_carry, u.dtype)
+      u = self.cell.project_inputs(x_tm)  # an array, or a tuple of arrays (gated cells)
+      dtype = jax.tree_util.tree_leaves(u)[0].dtype
+      prep = self.cell.prepare(dtype=dtype)
+      carry = _cast_tree(initial_carry, dtype)
       scan = fused_lib.fused_scan_for_cell(self.cell) if self.fused else None
       if scan is not None:
         def run(p, c, u_, m):
