@@ -41,13 +41,7 @@ import argparse
 import datetime
 import os
 import platform
-try:
-  import resource
-except ImportError:  # not on Windows
-  resource = None
-import statistics
 import sys
-import time
 
 import jax
 import jax.numpy as jnp
@@ -55,6 +49,9 @@ from flax import linen as nn
 
 from lvf_jax import cells as cells_lib
 from lvf_jax import layers
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import time_interleaved  # noqa: E402  (benchmarks/timing.py)
 
 FLOOR = "rnn"
 
@@ -145,38 +142,6 @@ def product_floor(n: int, steps: int, batch: int, k: int):
   return run, (w, h0)
 
 
-def _minor_faults() -> int:
-  return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource else 0
-
-
-def time_interleaved(entries: dict, repeats: int, warmup: int) -> dict:
-  """``{key: (median ms, min ms, minor page faults per iteration)}``; every repetition
-  times each entry once, in turn, so that all entries of a setting see the same machine
-  load (ratios are then meaningful on a shared CPU). ``entries``: ``{key: (fn, state)}``
-  with ``fn(state) -> state``.
-
-  The page faults (process-wide ``getrusage``, 0 where unavailable) show when a jitted
-  function's temporary buffers are mapped afresh by every call (see docs/RESULTS.md,
-  "Page faults")."""
-  states = {}
-  for key, (fn, state) in entries.items():
-    state = jax.block_until_ready(fn(state))  # compile
-    for _ in range(warmup):
-      state = jax.block_until_ready(fn(state))
-    states[key] = state
-  times = {key: [] for key in entries}
-  faults = {key: 0 for key in entries}
-  for _ in range(repeats):
-    for key, (fn, _) in entries.items():
-      f0 = _minor_faults()
-      t0 = time.perf_counter()
-      states[key] = jax.block_until_ready(fn(states[key]))
-      times[key].append((time.perf_counter() - t0) * 1e3)
-      faults[key] += _minor_faults() - f0
-  return {key: (statistics.median(t), min(t), faults[key] / max(repeats, 1))
-          for key, t in times.items()}
-
-
 def _malloc_env() -> str:
   """The glibc malloc settings of this process's environment (they decide whether large
   buffers are mapped afresh by every call)."""
@@ -232,7 +197,8 @@ def main(argv=None) -> int:
         if args.explain:
           for k in (1, 3, 4):
             entries[(f"products x {k}", "layer")] = product_floor(n, steps, batch, k)
-        res = time_interleaved(entries, args.repeats, args.warmup)
+        res = {key: (t.median_ms, t.min_ms, t.faults_per_call) for key, t in
+               time_interleaved(entries, args.repeats, args.warmup + 1).items()}
         floor = res[(FLOOR, "layer")][0]
         labels = [nm for nm in names if nm != FLOOR or FLOOR in args.cells]
         if args.explain:

@@ -47,13 +47,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import gc
 import os
 import platform
 import statistics
 import sys
-import time
-from typing import Callable
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import time_interleaved  # noqa: E402  (benchmarks/timing.py)
 
 SETTINGS = {
     # name: (T, n, B, d_in, classes, loss at every step)
@@ -292,11 +292,6 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
   return models, flops
 
 
-def _block(tree):
-  import jax
-  return jax.block_until_ready(tree)
-
-
 # --------------------------------------------------------------------------- torch
 
 
@@ -342,7 +337,6 @@ def _fmt_range(v):
 
 def run(settings, variants, repeats, warmup, threads, diagnostics, unroll, torch_device,
         expm, projection, budget=None):
-  import jax
   results = {}
   extra = {}
   for name in settings:
@@ -361,29 +355,10 @@ def run(settings, variants, repeats, warmup, threads, diagnostics, unroll, torch
       for v in models:
         if v.startswith("diag_"):
           fns[v] = models[v]
-    states = {v: st for v, (_, st) in fns.items()}
-    for v, (f, _) in fns.items():  # compile + warm up
-      for _ in range(warmup):
-        states[v] = f(states[v]) if v.startswith("torch") else _block(f(states[v]))
-    times = {v: [] for v in fns}
-    gc.collect()
-    gc.disable()
-    start = time.perf_counter()
-    try:
-      for _ in range(repeats):
-        if budget is not None and time.perf_counter() - start > budget:
-          done = min(len(t) for t in times.values())
-          print(f"[{name}] time budget reached after {done} repetitions", file=sys.stderr)
-          break
-        for v, (f, _) in fns.items():
-          time.sleep(0.02)  # let the other runtime's spinning worker threads go idle
-          t0 = time.perf_counter()
-          out = f(states[v])
-          states[v] = out if v.startswith("torch") else _block(out)
-          times[v].append(time.perf_counter() - t0)
-        gc.collect()
-    finally:
-      gc.enable()
+    # pause: let the other runtime's spinning worker threads go idle before each call
+    timed = time_interleaved(fns, repeats, warmup, budget_s=budget, pause_s=0.02,
+                             label=f"[{name}] ")
+    times = {v: t.seconds for v, t in timed.items()}
     results[name] = times
     extra[name] = flops
     line = "  ".join(f"{v}={_fmt(t)}" for v, t in times.items())

@@ -3,12 +3,14 @@ is asserted)."""
 
 import os
 import sys
+import time
 
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
 
 import cells as cells_bench  # noqa: E402
+import timing  # noqa: E402
 
 
 def test_cells_benchmark_writes_every_requested_row(tmp_path):
@@ -35,9 +37,26 @@ def test_cells_interleaved_timing_of_prepare_and_product_floor():
   from lvf_jax import cells
   entries = {"prepare": cells_bench.prepare_step(cells.make_cell("scornn", 6), 3),
              "floor": cells_bench.product_floor(6, 4, 2, 3)}
-  res = cells_bench.time_interleaved(entries, 3, 0)
-  assert all(0 < low <= med and faults >= 0 for med, low, faults in res.values())
+  res = timing.time_interleaved(entries, 3, 1)
+  for t in res.values():
+    assert len(t.seconds) == 3 and 0 < t.min_ms <= t.median_ms and t.faults_per_call >= 0
   assert cells_bench.prepare_step(nn.OptimizedLSTMCell(6), 3) is None
+
+
+def test_timing_budget_stops_every_entry_after_the_same_repetition():
+  calls = {"a": 0, "b": 0}
+
+  def slow(key):
+    def fn(state):
+      calls[key] += 1
+      time.sleep(0.02)
+      return state
+    return fn
+
+  res = timing.time_interleaved({"a": (slow("a"), None), "b": (slow("b"), None)}, 50, 0,
+                                budget_s=0.05)
+  assert 1 <= len(res["a"].seconds) == len(res["b"].seconds) < 50
+  assert calls["a"] == calls["b"] == len(res["a"].seconds)
 
 
 def test_cells_benchmark_rejects_unknown_cell():

@@ -1,0 +1,96 @@
+"""Interleaved wall-clock timing shared by the benchmark scripts (``cells.py``, ``speed.py``).
+
+Every repetition times each entry once, in turn, so that all entries of a setting see the
+same machine load: their ratios stay meaningful on a shared CPU even when the absolute
+times drift. Python's garbage collector is paused while timing (collected between
+repetitions), and the minor page faults of each call are counted: XLA:CPU allocates a
+jitted function's temporary buffers on every call, and buffers above glibc's mmap threshold
+arrive as fresh pages that fault in again each time (docs/RESULTS.md, "Page faults").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import statistics
+import sys
+import time
+from typing import Any, Callable, Hashable, Optional
+
+try:
+  import resource
+except ImportError:  # not on Windows
+  resource = None
+
+
+def minor_faults() -> int:
+  """Minor page faults of this process so far (0 where ``getrusage`` is unavailable)."""
+  return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource else 0
+
+
+@dataclasses.dataclass
+class Timing:
+  """Wall times (seconds) of the timed calls of one entry and its page faults per call."""
+
+  seconds: list[float]
+  faults_per_call: float
+
+  @property
+  def median_ms(self) -> float:
+    return 1e3 * statistics.median(self.seconds)
+
+  @property
+  def min_ms(self) -> float:
+    return 1e3 * min(self.seconds)
+
+
+def _block(tree: Any) -> Any:
+  import jax
+  return jax.block_until_ready(tree)  # leaves that are not JAX arrays are returned as is
+
+
+def time_interleaved(entries: dict[Hashable, tuple[Callable[[Any], Any], Any]], repeats: int,
+                     warmup: int, *, budget_s: Optional[float] = None, pause_s: float = 0.0,
+                     label: str = "") -> dict[Hashable, Timing]:
+  """Times ``fn(state) -> state`` of every entry ``{key: (fn, state)}``, interleaved.
+
+  Args:
+    entries: the functions and their initial states; each call's output (blocked with
+      ``jax.block_until_ready``) is the next call's state.
+    repeats: timed repetitions (each times every entry once).
+    warmup: untimed calls per entry before timing (the first one also compiles).
+    budget_s: stop after the repetition during which this many seconds of timing passed
+      (every entry then has the same number of timed calls, at least one).
+    pause_s: sleep before each timed call (lets another runtime's spinning worker threads,
+      e.g. PyTorch's, go idle).
+    label: prefix of the message printed to stderr when the budget ends the timing.
+
+  Returns:
+    ``{key: Timing}``.
+  """
+  states = {key: state for key, (_, state) in entries.items()}
+  for key, (fn, _) in entries.items():
+    for _ in range(warmup):
+      states[key] = _block(fn(states[key]))
+  seconds = {key: [] for key in entries}
+  faults = {key: 0 for key in entries}
+  gc.collect()
+  gc.disable()
+  start = time.perf_counter()
+  try:
+    for rep in range(repeats):
+      if budget_s is not None and rep and time.perf_counter() - start > budget_s:
+        print(f"{label}time budget reached after {rep} repetitions", file=sys.stderr)
+        break
+      for key, (fn, _) in entries.items():
+        if pause_s:
+          time.sleep(pause_s)
+        f0 = minor_faults()
+        t0 = time.perf_counter()
+        states[key] = _block(fn(states[key]))
+        seconds[key].append(time.perf_counter() - t0)
+        faults[key] += minor_faults() - f0
+      gc.collect()
+  finally:
+    gc.enable()
+  return {key: Timing(s, faults[key] / max(len(s), 1)) for key, s in seconds.items()}
