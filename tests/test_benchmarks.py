@@ -62,3 +62,10 @@ def test_timing_budget_stops_every_entry_after_the_same_repetition():
 def test_cells_benchmark_rejects_unknown_cell():
   with pytest.raises(SystemExit):
     cells_bench.main(["--cells", "transformer"])
+
+
+def test_page_faults_script_runs_on_tiny_shapes(capsys):
+  import page_faults
+  assert page_faults.main(["--n", "4", "--T", "3", "--batch", "2", "--repeats", "2"]) == 0
+  rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| ") and "---" not in r]
+  assert [r.split("|")[1].strip() for r in rows[1:]] == ["1", "2", "3"]
