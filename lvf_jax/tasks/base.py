@@ -259,3 +259,20 @@ class RecallLossMixin:
   def baseline_loss(self) -> float:
     """``K ln(num_symbols) / seq_len`` (derivations in the task modules' docstrings)."""
     return self.K * math.log(self.num_symbols) / self.seq_len
+
+  def _check_k_columns(self, fn: str, name: str, arr: Array) -> Array:
+    """``arr`` as ``int32`` after checking its shape ``(batch, K)``."""
+    arr = jnp.asarray(arr)
+    if arr.ndim != 2 or arr.shape[1] != self.K:
+      raise ValueError(f"{fn}: argument '{name}' must have shape (batch, K={self.K}); "
+                       f"got {arr.shape}.")
+    return arr.astype(jnp.int32)
+
+  def _recall_batch(self, tokens: Array, recalled: Array) -> Batch:
+    """The batch of input ``tokens (batch, seq_len)`` whose last ``K`` targets are
+    ``recalled (batch, K)`` (zero targets before): one-hot inputs, mask all ones."""
+    b = tokens.shape[0]
+    targets = jnp.concatenate([jnp.zeros((b, self.seq_len - self.K), jnp.int32), recalled],
+                              axis=1)
+    inputs = jax.nn.one_hot(tokens, self.input_size, dtype=jnp.float32)
+    return Batch(inputs, targets, jnp.ones((b, self.seq_len), jnp.float32))

@@ -105,12 +105,7 @@ class CopyTask(base.RecallLossMixin, base.SyntheticTask):
       :class:`~lvf_jax.tasks.base.Batch` with ``inputs (batch, T + 2K, num_symbols + 2)``
       one-hot ``float32``, ``targets (batch, T + 2K)`` ``int32``, ``mask`` all ones.
     """
-    symbols = jnp.asarray(symbols)
-    if symbols.ndim != 2 or symbols.shape[1] != self.K:
-      raise ValueError(
-          f"CopyTask.encode: argument 'symbols' must have shape (batch, K={self.K}); "
-          f"got {symbols.shape}.")
-    symbols = symbols.astype(jnp.int32)
+    symbols = self._check_k_columns("CopyTask.encode", "symbols", symbols)
     b = symbols.shape[0]
     n_before = self.marker_index - self.K
     n_after = self.seq_len - self.marker_index - 1
@@ -119,10 +114,7 @@ class CopyTask(base.RecallLossMixin, base.SyntheticTask):
         jnp.zeros((b, n_before), jnp.int32),
         jnp.full((b, 1), self.marker, jnp.int32),
         jnp.zeros((b, n_after), jnp.int32)], axis=1)
-    targets = jnp.concatenate([jnp.zeros((b, self.T + self.K), jnp.int32), symbols], axis=1)
-    inputs = jax.nn.one_hot(tokens, self.input_size, dtype=jnp.float32)
-    mask = jnp.ones((b, self.seq_len), jnp.float32)
-    return base.Batch(inputs, targets, mask)
+    return self._recall_batch(tokens, symbols)
 
   def _sample(self, key: Array, batch_size: int) -> base.Batch:
     """Draws ``batch_size`` sequences (symbols i.i.d. uniform on ``1..num_symbols``)."""

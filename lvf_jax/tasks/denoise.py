@@ -120,18 +120,12 @@ class DenoiseTask(base.RecallLossMixin, base.SyntheticTask):
       ``float32``; ``targets (batch, T + 2K)`` ``int32`` (the symbols sorted by position in the
       last ``K`` steps); ``mask`` all ones.
     """
-    symbols, positions = jnp.asarray(symbols), jnp.asarray(positions)
-    for nm, arr in (("symbols", symbols), ("positions", positions)):
-      if arr.ndim != 2 or arr.shape[1] != self.K:
-        raise ValueError(
-            f"DenoiseTask.encode: argument '{nm}' must have shape (batch, K={self.K}); "
-            f"got {arr.shape}.")
+    symbols = self._check_k_columns("DenoiseTask.encode", "symbols", symbols)
+    positions = self._check_k_columns("DenoiseTask.encode", "positions", positions)
     if symbols.shape != positions.shape:
       raise ValueError(
           f"DenoiseTask.encode: arguments 'symbols' and 'positions' must have the same shape; "
           f"got {symbols.shape} and {positions.shape}.")
-    symbols = symbols.astype(jnp.int32)
-    positions = positions.astype(jnp.int32)
     b = symbols.shape[0]
     order = jnp.argsort(positions, axis=1)
     in_order = jnp.take_along_axis(symbols, order, axis=1)
@@ -139,11 +133,7 @@ class DenoiseTask(base.RecallLossMixin, base.SyntheticTask):
     tokens = jnp.full((b, self.seq_len), self.noise, jnp.int32)
     tokens = tokens.at[rows, positions].set(symbols)
     tokens = tokens.at[:, self.marker_index].set(self.marker)
-    targets = jnp.concatenate(
-        [jnp.zeros((b, self.T + self.K), jnp.int32), in_order], axis=1)
-    inputs = jax.nn.one_hot(tokens, self.input_size, dtype=jnp.float32)
-    mask = jnp.ones((b, self.seq_len), jnp.float32)
-    return base.Batch(inputs, targets, mask)
+    return self._recall_batch(tokens, in_order)
 
   def _sample(self, key: Array, batch_size: int) -> base.Batch:
     """Draws ``batch_size`` sequences (positions without replacement, uniform subsets)."""
