@@ -240,9 +240,27 @@ def _metrics_jit(task: SyntheticTask, outputs: Array, batch: Batch) -> dict[str,
 
 
 class RecallLossMixin:
-  """Loss, metrics and baseline shared by the tasks that output ``K`` symbols in their last
-  ``K`` steps after a marker (copy, denoise): cross-entropy over all steps, accuracy over the
-  last ``K`` outputs, no-memory baseline ``K ln(num_symbols) / seq_len``."""
+  """What the tasks that output ``K`` symbols in their last ``K`` steps after a marker (copy,
+  denoise) share: sequences of ``T + 2K`` one-hot tokens over ``num_symbols + 2`` ids
+  (blank/noise, symbols, marker), ``num_symbols + 1`` classes, cross-entropy over all steps,
+  accuracy over the last ``K`` outputs, no-memory baseline ``K ln(num_symbols) / seq_len``,
+  and the batch assembly of ``encode``."""
+
+  @property
+  def seq_len(self) -> int:
+    return self.T + 2 * self.K
+
+  @property
+  def input_size(self) -> int:
+    return self.num_symbols + 2
+
+  @property
+  def output_size(self) -> int:
+    return self.num_symbols + 1
+
+  @property
+  def loss_type(self) -> str:
+    return "cross_entropy_all_steps"
 
   def _loss(self, outputs: Array, batch: Batch) -> Array:
     """Mean softmax cross-entropy over all steps; ``outputs`` are logits

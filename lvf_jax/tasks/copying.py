@@ -70,10 +70,6 @@ class CopyTask(base.RecallLossMixin, base.SyntheticTask):
       raise ValueError(f"CopyTask: argument 'faithful' must be a bool; got {self.faithful!r}.")
 
   @property
-  def seq_len(self) -> int:
-    return self.T + 2 * self.K
-
-  @property
   def marker(self) -> int:
     """Token id of the marker (``num_symbols + 1``)."""
     return self.num_symbols + 1
@@ -82,18 +78,6 @@ class CopyTask(base.RecallLossMixin, base.SyntheticTask):
   def marker_index(self) -> int:
     """0-based time index of the marker."""
     return self.T + self.K - (0 if self.faithful else 1)
-
-  @property
-  def input_size(self) -> int:
-    return self.num_symbols + 2
-
-  @property
-  def output_size(self) -> int:
-    return self.num_symbols + 1
-
-  @property
-  def loss_type(self) -> str:
-    return "cross_entropy_all_steps"
 
   def encode(self, symbols: Array) -> base.Batch:
     """Builds the batch for given symbols.

@@ -76,10 +76,6 @@ class DenoiseTask(base.RecallLossMixin, base.SyntheticTask):
     base.check_int("DenoiseTask", "num_symbols", self.num_symbols, 1)
 
   @property
-  def seq_len(self) -> int:
-    return self.T + 2 * self.K
-
-  @property
   def noise(self) -> int:
     """Token id of the noise symbol (0)."""
     return 0
@@ -93,18 +89,6 @@ class DenoiseTask(base.RecallLossMixin, base.SyntheticTask):
   def marker_index(self) -> int:
     """0-based time index of the marker (``T + K - 1``)."""
     return self.T + self.K - 1
-
-  @property
-  def input_size(self) -> int:
-    return self.num_symbols + 2
-
-  @property
-  def output_size(self) -> int:
-    return self.num_symbols + 1
-
-  @property
-  def loss_type(self) -> str:
-    return "cross_entropy_all_steps"
 
   def encode(self, symbols: Array, positions: Array) -> base.Batch:
     """Builds the batch for given symbols and (distinct) positions.
