@@ -247,19 +247,22 @@ def test_host_batches_follow_the_epoch_order(tfds_dir):
 # Evaluation weighting: padded last batches, tokens, frames
 
 
-def _params(c, p, model):
-  return builders.init_variables(model, p, jax.random.PRNGKey(3))
+def _evaluated(dataset, model_name, tfds_dir, split):
+  """``(config, pipeline, model, variables, metrics)``: the toy config's model at its
+  initial parameters, evaluated by the training loop's own evaluation on ``split``."""
+  c = toy(dataset, model_name, tfds_dir)
+  p = builders.build_pipeline(c)
+  model = p.build_model(c)
+  variables = builders.init_variables(model, p, jax.random.PRNGKey(3))
+  state = loop.TrainState(step=0, params=variables["params"], opt_state=None, extras={},
+                          carry=None, data_key=None, dropout_key=None)
+  got = loop._evaluate(jax.jit(loop.make_eval_step(model, p)), p, state, split)
+  return c, p, model, variables, got
 
 
 @_needs("mnist")
 def test_classification_eval_weights_the_padded_last_batch(tfds_dir):
-  c = toy("mnist", "gru", tfds_dir)  # 6 validation examples in batches of 4: last has 2 real
-  p = builders.build_pipeline(c)
-  model = p.build_model(c)
-  variables = _params(c, p, model)
-  state = loop.TrainState(step=0, params=variables["params"], opt_state=None, extras={},
-                          carry=None, data_key=None, dropout_key=None)
-  got = loop._evaluate(jax.jit(loop.make_eval_step(model, p)), p, state, "validation")
+  c, p, model, variables, got = _evaluated("mnist", "gru", tfds_dir, "validation")  # 6 validation examples in batches of 4: last has 2 real
   full = p.split("validation").get_batch(np.arange(6))
   logits = np.asarray(model.apply(variables, full["inputs"]), np.float64)
   logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
@@ -270,13 +273,7 @@ def test_classification_eval_weights_the_padded_last_batch(tfds_dir):
 
 @_needs("jsb")
 def test_music_eval_is_the_frame_average_over_whole_sequences(tfds_dir):
-  c = toy("jsb", "lstm", tfds_dir)  # 5 sequences, batches of 4 padded to a multiple of 4 steps
-  p = builders.build_pipeline(c)
-  model = p.build_model(c)
-  variables = _params(c, p, model)
-  state = loop.TrainState(step=0, params=variables["params"], opt_state=None, extras={},
-                          carry=None, data_key=None, dropout_key=None)
-  got = loop._evaluate(jax.jit(loop.make_eval_step(model, p)), p, state, "validation")
+  c, p, model, variables, got = _evaluated("jsb", "lstm", tfds_dir, "validation")  # 5 sequences, batches of 4 padded to a multiple of 4 steps
   total, frames = 0.0, 0
   for rec in p.split("validation").records(range(5)):  # one unpadded sequence at a time
     roll = np.asarray(rec["roll"], np.float32)[:13]
@@ -290,13 +287,7 @@ def test_music_eval_is_the_frame_average_over_whole_sequences(tfds_dir):
 
 @_needs("fsdd")
 def test_speech_eval_is_the_masked_mse_over_whole_sequences(tfds_dir):
-  c = toy("fsdd", "rnn", tfds_dir)
-  p = builders.build_pipeline(c)
-  model = p.build_model(c)
-  variables = _params(c, p, model)
-  state = loop.TrainState(step=0, params=variables["params"], opt_state=None, extras={},
-                          carry=None, data_key=None, dropout_key=None)
-  got = loop._evaluate(jax.jit(loop.make_eval_step(model, p)), p, state, "test")
+  c, p, model, variables, got = _evaluated("fsdd", "rnn", tfds_dir, "test")
   # the config standardises the inputs and centres the predictions on the training mean
   assert c.task.options.standardize_inputs and c.task.options.center_targets
   train_frames = np.concatenate([np.asarray(r["features"], np.float64)[1:13]
