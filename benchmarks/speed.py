@@ -72,6 +72,21 @@ VARIANTS = ("lvf_jax", "floor", "torch", "torch_1t", "jax_plain", "jax_tanh", "l
 # ----------------------------------------------------------------------------- JAX
 
 
+def _random_batch(setting: dict, seed: int):
+  """NumPy ``(x (T, B, d_in) float32, y int32)`` of a setting: pixel intensities (``d_in``
+  = 1) or one-hot symbols; labels at every step or one per sequence."""
+  import numpy as np
+
+  T, B, d, C = (setting[k] for k in ("T", "B", "d_in", "classes"))
+  rng = np.random.default_rng(seed)
+  if d == 1:
+    x = rng.uniform(0, 1, (T, B, 1)).astype(np.float32)
+  else:
+    x = np.eye(d, dtype=np.float32)[rng.integers(0, d, (T, B))]
+  y = rng.integers(0, C, (T, B) if setting["every_step"] else (B,)).astype(np.int32)
+  return x, y
+
+
 def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: str = "auto",
                 seed: int = 0):
   """Returns ``{variant: (step_fn, state)}``; ``step_fn(state) -> state`` (jitted)."""
@@ -84,12 +99,7 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
 
   T, n, B, d, C = (setting[k] for k in ("T", "n", "B", "d_in", "classes"))
   every = setting["every_step"]
-  rng = np.random.default_rng(seed)
-  if d == 1:
-    x = rng.uniform(0, 1, (T, B, 1)).astype(np.float32)
-  else:
-    x = np.eye(d, dtype=np.float32)[rng.integers(0, d, (T, B))]
-  y = rng.integers(0, C, (T, B) if every else (B,)).astype(np.int32)
+  x, y = _random_batch(setting, seed)
   x, y = jnp.asarray(x), jnp.asarray(y)
 
   keys = jax.random.split(jax.random.key(seed), 4)
@@ -296,20 +306,13 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
 
 
 def _torch_model(setting: dict, threads: int, device: str, seed: int = 0):
-  import numpy as np
   import torch
 
-  sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-  import torch_peer  # noqa: E402
+  import torch_peer  # benchmarks/ is on sys.path (top of this file)
 
-  T, n, B, d, C = (setting[k] for k in ("T", "n", "B", "d_in", "classes"))
+  n, d, C = (setting[k] for k in ("n", "d_in", "classes"))
   every = setting["every_step"]
-  rng = np.random.default_rng(seed)
-  if d == 1:
-    x = rng.uniform(0, 1, (T, B, 1)).astype(np.float32)
-  else:
-    x = np.eye(d, dtype=np.float32)[rng.integers(0, d, (T, B))]
-  y = rng.integers(0, C, (T, B) if every else (B,))
+  x, y = _random_batch(setting, seed)
   x = torch.from_numpy(x).to(device)
   y = torch.from_numpy(y).long().to(device)
   step = torch_peer.make_train_step("exprnn", d, n, C, every, device=device)
