@@ -1,4 +1,4 @@
-"""The fused LSTM / GRU scans against plain autodiff of an independent scan of the
+"""The fused LSTM / GRU / NC-GRU scans against plain autodiff of an independent scan of the
 equations (float64, tight), finite differences, masking, reverse, batch axes, errors."""
 
 import jax
@@ -50,6 +50,85 @@ def gru_ref(kernel, bias, u, h0, reverse=False, mask=None):
   if mask is not None:
     hs = jnp.where(mask[..., None], hs, 0.0)
   return h, hs
+
+
+def ncgru_ref(kernel_ru, kernel_c, bias_c, u, h0, reverse=False, mask=None):
+  """NC-GRU eq 19 (row form) as a plain lax.scan: reset before the candidate's product."""
+  def body(h, xs):
+    u_t, m_t = xs
+    g = h @ kernel_ru
+    r = 1 / (1 + jnp.exp(-(u_t[:, :N] + g[:, :N])))
+    z = 1 / (1 + jnp.exp(-(u_t[:, N:2 * N] + g[:, N:])))
+    p = u_t[:, 2 * N:] + (r * h) @ kernel_c
+    c = jnp.sign(p) * jnp.maximum(jnp.abs(p) + bias_c[None, :], 0.0)  # modReLU
+    h2 = (1 - z) * h + z * c
+    if m_t is not None:
+      h2 = jnp.where(m_t[:, None], h2, h)
+    return h2, h2
+  h, hs = jax.lax.scan(body, h0, (u, mask), reverse=reverse)
+  if mask is not None:
+    hs = jnp.where(mask[..., None], hs, 0.0)
+  return h, hs
+
+
+def ncgru_data(batch=3, seed=0):
+  rng = np.random.default_rng(seed)
+  kernel_ru = jnp.asarray(rng.standard_normal((N, 2 * N)) / np.sqrt(N))
+  q = np.linalg.qr(rng.standard_normal((N, N)))[0]
+  kernel_c = jnp.asarray(q)
+  # modReLU biases of both signs, so some units are cut off (c = 0) and the mask matters
+  bias_c = jnp.asarray(np.array([0.4, -0.3, -2.5, 0.1]))
+  u = jnp.asarray(rng.standard_normal((T, batch, 3 * N)))
+  h0 = jnp.asarray(0.5 * rng.standard_normal((batch, N)))
+  return kernel_ru, kernel_c, bias_c, u, h0
+
+
+@pytest.mark.parametrize("reverse, lengths", [(False, None), (True, None), (False, LENGTHS),
+                                              (True, LENGTHS)])
+def test_ncgru_matches_autodiff_of_reference_x64(reverse, lengths, x64):
+  args = ncgru_data()
+  mask = None if lengths is None else mask_of(lengths)
+  w = jnp.asarray(np.random.default_rng(9).standard_normal((T, 3, N)))
+  out_f = fused_gated.ncgru_scan(*args, reverse=reverse, mask=mask)
+  out_r = ncgru_ref(*args, reverse=reverse, mask=mask)
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12),
+                         out_f, out_r)
+  # the negative biases cut units off (c = 0): both branches of modReLU are exercised
+  _, acts = fused_gated._ncgru_forward(*args[:3], args[3], args[4], mask, reverse, 1)
+  c = np.asarray(acts[..., 2 * N:])
+  assert (c == 0).any() and (c != 0).any()
+
+  def f_fused(*a):
+    return _loss(fused_gated.ncgru_scan(*a, reverse=reverse, mask=mask), w)
+
+  def f_ref(*a):
+    return _loss(ncgru_ref(*a, reverse=reverse, mask=mask), w)
+
+  g_f = jax.jit(jax.grad(f_fused, argnums=(0, 1, 2, 3, 4)))(*args)
+  g_r = jax.jit(jax.grad(f_ref, argnums=(0, 1, 2, 3, 4)))(*args)
+  for a, b in zip(g_f, g_r):
+    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_ncgru_check_grads_finite_differences_x64(x64):
+  kernel_ru, kernel_c, _, u, h0 = ncgru_data(batch=2, seed=3)
+  bias_c = jnp.asarray([0.2, -0.1, 0.3, 0.05])  # no unit near modReLU's kink
+  w = jnp.asarray(np.random.default_rng(1).standard_normal((T, 2, N)))
+  f = lambda *a: _loss(fused_gated.ncgru_scan(*a), w)
+  jtu.check_grads(f, (kernel_ru, kernel_c, bias_c, u, h0), order=1, modes=("rev",),
+                  atol=1e-6, rtol=1e-6)
+
+
+def test_ncgru_bad_arguments_raise():
+  kernel_ru, kernel_c, bias_c, u, h0 = ncgru_data()
+  with pytest.raises(ValueError, match=r"ncgru_scan: argument 'kernel' must be a matrix \(n, 2 n\)"):
+    fused_gated.ncgru_scan(kernel_ru[:, :N], kernel_c, bias_c, u, h0)
+  with pytest.raises(ValueError, match="ncgru_scan: argument 'kernel_c'"):
+    fused_gated.ncgru_scan(kernel_ru, kernel_c[:2], bias_c, u, h0)
+  with pytest.raises(ValueError, match="ncgru_scan: argument 'bias_c'"):
+    fused_gated.ncgru_scan(kernel_ru, kernel_c, bias_c[:2], u, h0)
+  with pytest.raises(ValueError, match="ncgru_scan: argument 'u' must have 12 features"):
+    fused_gated.ncgru_scan(kernel_ru, kernel_c, bias_c, u[..., :2 * N], h0)
 
 
 def data(k, batch=3, seed=0):

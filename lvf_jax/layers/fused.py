@@ -562,7 +562,10 @@ def fused_scan_for_cell(cell: Any):
   ``LSTMCell``, ``GRUCell`` (sigmoid gates,   :func:`lvf_jax.layers.fused_gated.lstm_scan`
   tanh activations: the defaults)             / ``gru_scan(prep['kernel'], prep['bias'],
                                               u, carry)``
-  ``NCGRUCell``, other gate functions         ``None`` (use ``scan_steps``)
+  ``NCGRUCell``                                :func:`lvf_jax.layers.fused_gated.ncgru_scan`
+                                              ``(prep['kernel_ru'], prep['kernel_c'],
+                                              prep['bias_c'], u, carry)``
+  LSTM / GRU with other gate functions        ``None`` (use ``scan_steps``)
   ==========================================  ==========================================
 
   Args:
@@ -596,14 +599,24 @@ def fused_scan_for_cell(cell: Any):
   if isinstance(cell, (cells.LSTMCell, cells.GRUCell)):
     if cell.gate_fn is not jax.nn.sigmoid or cell.activation_fn is not jnp.tanh:
       return None  # the hand-written derivatives assume Flax's default functions
-    from lvf_jax.layers import fused_gated  # lazy: fused_gated imports this module
-    fn = fused_gated.lstm_scan if isinstance(cell, cells.LSTMCell) else fused_gated.gru_scan
+    fn = _fused_gated().lstm_scan if isinstance(cell, cells.LSTMCell) else \
+        _fused_gated().gru_scan
 
     def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
       return fn(prep["kernel"], prep["bias"], u, carry, reverse=reverse, unroll=unroll,
                 mask=mask)
     return scan
+  if isinstance(cell, cells.NCGRUCell):
+    def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
+      return _fused_gated().ncgru_scan(prep["kernel_ru"], prep["kernel_c"], prep["bias_c"], u,
+                                       carry, reverse=reverse, unroll=unroll, mask=mask)
+    return scan
   return None
+
+
+def _fused_gated():
+  from lvf_jax.layers import fused_gated  # lazy: fused_gated imports this module
+  return fused_gated
 
 
 # ------------------------------------------------------------------- references

@@ -1,4 +1,4 @@
-"""Fused LSTM and GRU recurrences with a hand-written VJP (the gated variants of
+"""Fused LSTM, GRU and NC-GRU recurrences with a hand-written VJP (the gated variants of
 :mod:`lvf_jax.layers.fused`).
 
 Same design as :func:`lvf_jax.layers.fused.rnn_scan`: the forward ``lax.scan`` does one
@@ -21,6 +21,9 @@ biases, ``u_t`` the projected input with the input biases):
 * :func:`gru_scan` -- ``a = h K + b``, ``r = sigmoid(u^r_t + a_r)``, ``z = sigmoid(u^z_t +
   a_z)``, ``m = tanh(u^m_t + r a_m)``, ``h' = (1 - z) m + z h``. Residuals: ``r, z, m, a_m``,
   ``4 T B n`` floats.
+* :func:`ncgru_scan` -- :class:`lvf_jax.cells.NCGRUCell` (NC-GRU eq 19): the reset gate
+  acts *before* the candidate's product, so two sequential products per step; residuals
+  ``r, z, c``.
 
 Masking (``mask`` / ``seq_lengths``), ``reverse`` and the flattening of several batch axes
 follow :func:`lvf_jax.layers.fused.rnn_scan`: where the mask is False the carry is frozen
@@ -37,8 +40,8 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from lvf_jax.layers.fused import (_big_matmul_tn, _check_unroll, _finish, _last_carry,
-                                  _mask_select, _prepare, _prev_states)
+from lvf_jax.layers.fused import (_act_fwd, _big_matmul_tn, _check_unroll, _finish,
+                                  _last_carry, _mask_select, _prepare, _prev_states)
 
 Array = jnp.ndarray
 
@@ -227,4 +230,114 @@ def gru_scan(kernel: Array, bias: Array, u: Array, h0: Array, *, reverse: bool =
   return _finish(h_last, hs, mask2, batch_shape)
 
 
-__all__ = ["lstm_scan", "gru_scan"]
+# ----------------------------------------------------------------------- NC-GRU
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7))
+def _ncgru_core(kernel_ru, kernel_c, bias_c, u, h0, mask, reverse, unroll):
+  hs, _ = _ncgru_forward(kernel_ru, kernel_c, bias_c, u, h0, mask, reverse, unroll)
+  return _last_carry(h0, hs, reverse), hs
+
+
+def _ncgru_forward(kernel_ru, kernel_c, bias_c, u, h0, mask, reverse, unroll):
+  def body(h, xs):
+    u_t, m_t = xs
+    u_r, u_z, u_c = jnp.split(u_t, 3, axis=-1)
+    g_r, g_z = jnp.split(jnp.dot(h, kernel_ru), 2, axis=-1)
+    r = jax.nn.sigmoid(u_r + g_r)
+    z = jax.nn.sigmoid(u_z + g_z)
+    c = _act_fwd("modrelu", u_c + jnp.dot(r * h, kernel_c), bias_c)
+    h_new = _masked(m_t, (1.0 - z) * h + z * c, h)
+    return h_new, (h_new, jnp.concatenate([r, z, c], axis=-1))
+
+  _, (hs, acts) = jax.lax.scan(body, h0, (u, mask), reverse=reverse, unroll=unroll)
+  return hs, acts
+
+
+def _ncgru_fwd(kernel_ru, kernel_c, bias_c, u, h0, mask, reverse, unroll):
+  hs, acts = _ncgru_forward(kernel_ru, kernel_c, bias_c, u, h0, mask, reverse, unroll)
+  return (_last_carry(h0, hs, reverse), hs), (kernel_ru, kernel_c, h0, mask, hs, acts)
+
+
+def _ncgru_bwd(reverse, unroll, res, cts):
+  kernel_ru, kernel_c, h0, mask, hs, acts = res
+  dh_last, dhs = cts
+  n = h0.shape[-1]
+  kernel_ru_t, kernel_c_t = kernel_ru.T, kernel_c.T
+  h_prev = _prev_states(h0, hs, reverse)
+
+  def body(dh, xs):
+    acts_t, hp_t, dy_t, m_t = xs
+    r, z, c = jnp.split(acts_t, 3, axis=-1)
+    g = dh + dy_t
+    gv = _masked(m_t, g, jnp.zeros((), g.dtype))
+    # modReLU: dc/dp = 1 where |p| + b > 0, i.e. where c != 0 (as in fused.rnn_scan)
+    d_p = gv * z * jnp.abs(jnp.sign(c))
+    d_pre_z = gv * (c - hp_t) * z * (1.0 - z)
+    d_q = jnp.dot(d_p, kernel_c_t)  # q = r * h_{t-1}
+    d_pre_r = d_q * hp_t * r * (1.0 - r)
+    d_pre_rz = jnp.concatenate([d_pre_r, d_pre_z], axis=-1)
+    dh_prev = gv * (1.0 - z) + d_q * r + jnp.dot(d_pre_rz, kernel_ru_t)
+    if m_t is not None:
+      dh_prev = dh_prev + _mask_select(m_t, jnp.zeros((), g.dtype), g)
+    return dh_prev, jnp.concatenate([d_pre_rz, d_p], axis=-1)
+
+  dh0, du = jax.lax.scan(body, dh_last, (acts, h_prev, dhs, mask), reverse=not reverse,
+                         unroll=unroll)
+  d_pre_rz, d_p = du[..., :2 * n], du[..., 2 * n:]
+  d_kernel_ru = _big_matmul_tn(h_prev, d_pre_rz)
+  d_kernel_c = _big_matmul_tn(acts[..., :n] * h_prev, d_p)
+  d_bias_c = jnp.sum(d_p * jnp.sign(acts[..., 2 * n:]), axis=(0, 1))
+  return d_kernel_ru, d_kernel_c, d_bias_c, du, dh0, None
+
+
+_ncgru_core.defvjp(_ncgru_fwd, _ncgru_bwd)
+
+
+def ncgru_scan(kernel_ru: Array, kernel_c: Array, bias_c: Array, u: Array, h0: Array, *,
+               reverse: bool = False, unroll: int = 1, mask: Optional[Array] = None,
+               seq_lengths: Optional[Array] = None):
+  """The NC-GRU recurrence (NC-GRU paper eq 19, row form) with a fused backward pass::
+
+      [g_r | g_z] = h_{t-1} [K_r | K_z]
+      r = sigmoid(u^r_t + g_r),  z = sigmoid(u^z_t + g_z)
+      c = modReLU(u^c_t + (r * h_{t-1}) K_c, b)
+      h_t = (1 - z) * h_{t-1} + z * c
+
+  The reset gate multiplies ``h`` before ``K_c``, so a step has two *sequential* products
+  (forward ``(B, n) x (n, 2n)`` then ``(B, n) x (n, n)``; backward the reverse). Residuals:
+  ``r, z, c`` (``3 T B n`` floats besides the outputs; the modReLU derivative is read off
+  ``c``). After the backward sweep ``d[K_r | K_z] = H_prev^T [dz_r | dz_z]`` and
+  ``dK_c = (R * H_prev)^T dP`` are one large product each; the input cotangent is
+  ``[dz_r | dz_z | dP]``.
+
+  Args:
+    kernel_ru: ``[K_r | K_z]``, ``(n, 2n)`` (:meth:`lvf_jax.cells.NCGRUCell.prepare`'s
+      ``kernel_ru``).
+    kernel_c: ``K_c = U_c^T``, ``(n, n)``.
+    bias_c: modReLU bias ``b``, ``(n,)``.
+    u: projected inputs ``[x W_r + b_r | x W_z + b_z | x W_c]``, time-major
+      ``(T, *batch, 3n)``.
+    h0: initial carry ``(*batch, n)``.
+    reverse, unroll, mask, seq_lengths: as :func:`lvf_jax.layers.fused.rnn_scan`.
+
+  Returns:
+    ``(h_final, hs)`` with ``hs`` time-major ``(T, *batch, n)``.
+  """
+  fn = "ncgru_scan"
+  unroll = _check_unroll(fn, unroll)
+  kernel_ru, u2, h02, _, mask2, batch_shape = _prepare(fn, kernel_ru, u, h0, None, mask,
+                                                       seq_lengths, 3, kernels=2)
+  n = h02.shape[-1]
+  kernel_c, bias_c = jnp.asarray(kernel_c), jnp.asarray(bias_c)
+  if kernel_c.shape != (n, n):
+    raise ValueError(f"{fn}: argument 'kernel_c' must have shape (n, n) = ({n}, {n}); got "
+                     f"{kernel_c.shape}.")
+  if bias_c.shape != (n,):
+    raise ValueError(f"{fn}: argument 'bias_c' must have shape ({n},); got {bias_c.shape}.")
+  h_last, hs = _ncgru_core(kernel_ru, kernel_c.astype(u2.dtype), bias_c.astype(u2.dtype), u2,
+                           h02, mask2, bool(reverse), unroll)
+  return _finish(h_last, hs, mask2, batch_shape)
+
+
+__all__ = ["lstm_scan", "gru_scan", "ncgru_scan"]

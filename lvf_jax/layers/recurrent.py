@@ -147,8 +147,9 @@ class Recurrent(nn.Module):
       (one large weight-gradient product after the backward sweep instead of one small
       product per step) when one covers it: the ``sigma(h K + u + b)`` cells
       (:class:`~lvf_jax.cells.base.KernelCell`, tanh RNNs), the AntisymmetricRNN cells
-      and the LSTM / GRU (:mod:`lvf_jax.layers.fused_gated`); other cells (NC-GRU) use
-      the plain scan. Same outputs and gradients (tested).
+      and the LSTM / GRU / NC-GRU (:mod:`lvf_jax.layers.fused_gated`); other cells
+      (LSTM / GRU with non-default gate functions, Flax's own cells) use the plain scan.
+      Same outputs and gradients (tested).
   """
 
   cell: nn.Module
