@@ -35,14 +35,12 @@ def lstm_ref(kernel, bias, u, carry, reverse=False, mask=None):
   return cr, hs
 
 
-def gru_ref(kernel, bias, u, h0, reverse=False, mask=None):
+def masked_scan(step, h0, u, reverse=False, mask=None):
+  """``lax.scan`` of ``h_t = step(h_{t-1}, u_t)`` with frozen carry / zero output where
+  ``mask`` is False (the semantics the fused scans promise)."""
   def body(h, xs):
     u_t, m_t = xs
-    a = h @ kernel + bias[None, :]
-    r = 1 / (1 + jnp.exp(-(u_t[:, :N] + a[:, :N])))
-    z = 1 / (1 + jnp.exp(-(u_t[:, N:2 * N] + a[:, N:2 * N])))
-    m = jnp.tanh(u_t[:, 2 * N:] + r * a[:, 2 * N:])
-    h2 = (1 - z) * m + z * h
+    h2 = step(h, u_t)
     if m_t is not None:
       h2 = jnp.where(m_t[:, None], h2, h)
     return h2, h2
@@ -52,23 +50,26 @@ def gru_ref(kernel, bias, u, h0, reverse=False, mask=None):
   return h, hs
 
 
+def gru_ref(kernel, bias, u, h0, reverse=False, mask=None):
+  def step(h, u_t):
+    a = h @ kernel + bias[None, :]
+    r = 1 / (1 + jnp.exp(-(u_t[:, :N] + a[:, :N])))
+    z = 1 / (1 + jnp.exp(-(u_t[:, N:2 * N] + a[:, N:2 * N])))
+    m = jnp.tanh(u_t[:, 2 * N:] + r * a[:, 2 * N:])
+    return (1 - z) * m + z * h
+  return masked_scan(step, h0, u, reverse, mask)
+
+
 def ncgru_ref(kernel_ru, kernel_c, bias_c, u, h0, reverse=False, mask=None):
   """NC-GRU eq 19 (row form) as a plain lax.scan: reset before the candidate's product."""
-  def body(h, xs):
-    u_t, m_t = xs
+  def step(h, u_t):
     g = h @ kernel_ru
     r = 1 / (1 + jnp.exp(-(u_t[:, :N] + g[:, :N])))
     z = 1 / (1 + jnp.exp(-(u_t[:, N:2 * N] + g[:, N:])))
     p = u_t[:, 2 * N:] + (r * h) @ kernel_c
     c = jnp.sign(p) * jnp.maximum(jnp.abs(p) + bias_c[None, :], 0.0)  # modReLU
-    h2 = (1 - z) * h + z * c
-    if m_t is not None:
-      h2 = jnp.where(m_t[:, None], h2, h)
-    return h2, h2
-  h, hs = jax.lax.scan(body, h0, (u, mask), reverse=reverse)
-  if mask is not None:
-    hs = jnp.where(mask[..., None], hs, 0.0)
-  return h, hs
+    return (1 - z) * h + z * c
+  return masked_scan(step, h0, u, reverse, mask)
 
 
 def ncgru_data(batch=3, seed=0):
