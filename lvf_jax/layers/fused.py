@@ -195,6 +195,12 @@ def _mask_select(m_t, new, old):
   return jnp.where(m_t[:, None], new, old)
 
 
+def _padded_carry_cotangent(m_t, g):
+  """``g`` where step ``t`` is padding (its carry is the old carry, so the cotangent flows
+  straight through), zero elsewhere."""
+  return _mask_select(m_t, jnp.zeros((), g.dtype), g)
+
+
 # ------------------------------------------------------------ sigma(h K + u, b)
 
 
@@ -277,7 +283,7 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
     c_new = jnp.dot(dz, kernel_t)
     if m_t is not None:
       # The carry of a padded step is the old carry: its cotangent flows straight through.
-      c_new = c_new + _mask_select(m_t, jnp.zeros((), c.dtype), g)
+      c_new = c_new + _padded_carry_cotangent(m_t, g)
     # Emit the previously processed dz (dz_{t+1}; dz_{t-1} when reversed) at index t,
     # aligned with h_t: dK = H^T S + h0^T dz_first needs no shifted copy of H.
     return (c_new, db, dz), ((dz, dz_prev) if emit_aligned else dz_prev)
@@ -463,7 +469,7 @@ def _euler_api(fn, kernel, u, h0, *, epsilon, store, reverse, unroll, mask, seq_
     u_h, u_z = _gated_pair(fn, u)
     kernel, u_h, h02, _, mask2, batch_shape = _prepare(
         fn, kernel, u_h, h0, None, mask, seq_lengths, 1)
-    u2 = (u_h, u_z.astype(u_h.dtype).reshape(u_h.shape))
+    u2 = (u_h, u_z.reshape(u_h.shape))  # same shape and dtype (_gated_pair)
   else:
     kernel, u2, h02, _, mask2, batch_shape = _prepare(
         fn, kernel, u, h0, None, mask, seq_lengths, 2 if gated else 1)

@@ -40,8 +40,9 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from lvf_jax.layers.fused import (_act_fwd, _big_matmul_tn, _check_unroll, _finish,
-                                  _last_carry, _mask_select, _prepare, _prev_states)
+from lvf_jax.layers.fused import (_act_fwd, _act_grad_from_output, _big_matmul_tn,
+                                  _check_unroll, _finish, _last_carry, _mask_select,
+                                  _padded_carry_cotangent, _prepare, _prev_states)
 
 Array = jnp.ndarray
 
@@ -102,7 +103,7 @@ def _lstm_bwd(reverse, unroll, res, cts):
     dh_prev = jnp.dot(dz, kernel_t)
     dc_prev = dct * f
     if m_t is not None:  # a padded step's carry is the old carry: pass its cotangent on
-      dh_prev = dh_prev + _mask_select(m_t, jnp.zeros((), gh.dtype), gh)
+      dh_prev = dh_prev + _padded_carry_cotangent(m_t, gh)
       dc_prev = _mask_select(m_t, dc_prev, dc)
     return (dc_prev, dh_prev), dz
 
@@ -194,7 +195,7 @@ def _gru_bwd(reverse, unroll, res, cts):
     da = jnp.concatenate([d_pre_r, d_pre_z, d_pre_m * r], axis=-1)
     dh_prev = gv * z + jnp.dot(da, kernel_t)
     if m_t is not None:
-      dh_prev = dh_prev + _mask_select(m_t, jnp.zeros((), g.dtype), g)
+      dh_prev = dh_prev + _padded_carry_cotangent(m_t, g)
     return dh_prev, (du, da)
 
   dh0, (du, da) = jax.lax.scan(body, dh_last, (acts, h_prev, dhs, mask), reverse=not reverse,
@@ -271,15 +272,14 @@ def _ncgru_bwd(reverse, unroll, res, cts):
     r, z, c = jnp.split(acts_t, 3, axis=-1)
     g = dh + dy_t
     gv = _masked(m_t, g, jnp.zeros((), g.dtype))
-    # modReLU: dc/dp = 1 where |p| + b > 0, i.e. where c != 0 (as in fused.rnn_scan)
-    d_p = gv * z * jnp.abs(jnp.sign(c))
+    d_p = gv * z * _act_grad_from_output("modrelu", c, True)  # modReLU' read off c
     d_pre_z = gv * (c - hp_t) * z * (1.0 - z)
     d_q = jnp.dot(d_p, kernel_c_t)  # q = r * h_{t-1}
     d_pre_r = d_q * hp_t * r * (1.0 - r)
     d_pre_rz = jnp.concatenate([d_pre_r, d_pre_z], axis=-1)
     dh_prev = gv * (1.0 - z) + d_q * r + jnp.dot(d_pre_rz, kernel_ru_t)
     if m_t is not None:
-      dh_prev = dh_prev + _mask_select(m_t, jnp.zeros((), g.dtype), g)
+      dh_prev = dh_prev + _padded_carry_cotangent(m_t, g)
     return dh_prev, jnp.concatenate([d_pre_rz, d_p], axis=-1)
 
   dh0, du = jax.lax.scan(body, dh_last, (acts, h_prev, dhs, mask), reverse=not reverse,
