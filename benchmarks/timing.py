@@ -1,9 +1,9 @@
 """Interleaved wall-clock timing shared by the benchmark scripts (``cells.py``, ``speed.py``).
 
-Every repetition times each entry once, in turn, so that all entries of a setting see the
-same machine load: their ratios stay meaningful on a shared CPU even when the absolute
-times drift. Python's garbage collector is paused while timing (collected between
-repetitions), and the minor page faults of each call are counted: XLA:CPU allocates a
+Every repetition times each entry once, in turn (the order rotates from one repetition to
+the next), so that all entries of a setting see the same machine load: their ratios stay
+meaningful on a shared CPU even when the absolute times drift. Python's garbage collector
+is collected once before and paused while timing, and the minor page faults of each call are counted: XLA:CPU allocates a
 jitted function's temporary buffers on every call, and buffers above glibc's mmap threshold
 arrive as fresh pages that fault in again each time (docs/RESULTS.md, "Page faults").
 """
@@ -82,7 +82,12 @@ def time_interleaved(entries: dict[Hashable, tuple[Callable[[Any], Any], Any]], 
       if budget_s is not None and rep and time.perf_counter() - start > budget_s:
         print(f"{label}time budget reached after {rep} repetitions", file=sys.stderr)
         break
-      for key, (fn, _) in entries.items():
+      keys = list(entries)
+      # No collection between repetitions (the call after a gc.collect() ran up to 30 %
+      # slower at batch 10, and with a fixed order that was always the first entry, the
+      # floor), and the order rotates so that no entry is always first.
+      for key in keys[rep % len(keys):] + keys[:rep % len(keys)]:
+        fn = entries[key][0]
         if pause_s:
           time.sleep(pause_s)
         f0 = minor_faults()
@@ -90,7 +95,6 @@ def time_interleaved(entries: dict[Hashable, tuple[Callable[[Any], Any], Any]], 
         states[key] = _block(fn(states[key]))
         seconds[key].append(time.perf_counter() - t0)
         faults[key] += minor_faults() - f0
-      gc.collect()
   finally:
     gc.enable()
   return {key: Timing(s, faults[key] / max(len(s), 1)) for key, s in seconds.items()}

@@ -69,3 +69,17 @@ def test_page_faults_script_runs_on_tiny_shapes(capsys):
   assert page_faults.main(["--n", "4", "--T", "3", "--batch", "2", "--repeats", "2"]) == 0
   rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| ") and "---" not in r]
   assert [r.split("|")[1].strip() for r in rows[1:]] == ["1", "2", "3"]
+
+
+def test_timing_rotates_the_order_so_no_entry_is_always_first():
+  order = []
+
+  def record(key):
+    def fn(state):
+      order.append(key)
+      return state
+    return fn
+
+  timing.time_interleaved({k: (record(k), None) for k in "abc"}, 3, 0)
+  assert [order[i * 3] for i in range(3)] == ["a", "b", "c"]
+  assert sorted(order) == sorted("abc" * 3)

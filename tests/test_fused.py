@@ -239,6 +239,55 @@ def test_gated_euler_pair_errors():
     fused.gated_euler_scan(kernel, (u, u), h0, epsilon=0.1)
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_gated_euler_in_place_activations_pair_mask_unroll_x64(reverse, x64):
+  """store='activation' keeps the activations in the projected inputs' buffers: with the
+  pair form, a mask, ``unroll`` and both directions, outputs and gradients equal autodiff of
+  the plain scan, and the caller's arrays (still used after the call) are untouched."""
+  kernel, u, h0, _ = data(9, width=2)
+  mask = mask_of(CONFIGS[2][1])
+  eps = 0.35
+
+  @jax.jit
+  def run(k, u_h, u_z, h):
+    h_last, hs = fused.gated_euler_scan(k, (u_h, u_z), h, epsilon=eps, store="activation",
+                                        reverse=reverse, unroll=3, mask=mask)
+    return h_last, hs, u_h, u_z  # the inputs after the call
+
+  u_h, u_z = u[..., :N], u[..., N:]
+  h_last, hs, u_h_after, u_z_after = run(kernel, u_h, u_z, h0)
+  np.testing.assert_array_equal(u_h_after, u_h)
+  np.testing.assert_array_equal(u_z_after, u_z)
+  ref_last, ref_hs = plain_euler(kernel, u, h0, eps, True, reverse, mask)
+  np.testing.assert_allclose(hs, ref_hs, rtol=1e-12, atol=1e-12)
+  np.testing.assert_allclose(h_last, ref_last, rtol=1e-12, atol=1e-12)
+
+  f = objective(lambda k, uu, h: run(k, uu[..., :N], uu[..., N:], h)[:2])
+  g = objective(lambda k, uu, h: plain_euler(k, uu, h, eps, True, reverse, mask))
+  for a, b in zip(jax.grad(f, argnums=(0, 1, 2))(kernel, u, h0),
+                  jax.grad(g, argnums=(0, 1, 2))(kernel, u, h0)):
+    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+
+
+def test_gated_layer_keeps_no_more_sequence_buffers_than_the_tanh_floor():
+  """Writing the activations over the projected inputs and the input cotangents over the
+  activations leaves a training step of the gated layer with the tanh layer's temporary
+  memory (eight (T, B, n) arrays before; an XLA copy of a carried buffer would add more)."""
+  x = jax.random.normal(jax.random.key(0), (4, 50, 3))
+
+  def temp_bytes(name):
+    layer = layers.Recurrent(cells.make_cell(name, 16), fused=True)
+    params = layer.init(jax.random.key(1), x)
+
+    def loss(p):
+      return jnp.sum(jnp.sin(layer.apply(p, x)))
+
+    return jax.jit(jax.grad(loss)).lower(params).compile().memory_analysis().temp_size_in_bytes
+
+  one_sequence = 50 * 4 * 16 * 4
+  assert temp_bytes("gated_antisymmetric") <= temp_bytes("rnn") + one_sequence // 2
+
+
 # -------------------------------------------------- shapes, transformations, errors
 
 
