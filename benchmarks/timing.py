@@ -3,9 +3,10 @@
 Every repetition times each entry once, in turn (the order rotates from one repetition to
 the next), so that all entries of a setting see the same machine load: their ratios stay
 meaningful on a shared CPU even when the absolute times drift. Python's garbage collector
-is collected once before and paused while timing, and the minor page faults of each call are counted: XLA:CPU allocates a
-jitted function's temporary buffers on every call, and buffers above glibc's mmap threshold
-arrive as fresh pages that fault in again each time (docs/RESULTS.md, "Page faults").
+runs once before timing and is paused during it, and the minor page faults of each call
+are counted: XLA:CPU allocates a jitted function's temporary buffers on every call, and
+buffers above glibc's mmap threshold arrive as fresh pages that fault in again each time
+(docs/RESULTS.md, "Page faults").
 """
 
 from __future__ import annotations
@@ -76,13 +77,13 @@ def time_interleaved(entries: dict[Hashable, tuple[Callable[[Any], Any], Any]], 
   faults = {key: 0 for key in entries}
   gc.collect()
   gc.disable()
+  keys = list(entries)
   start = time.perf_counter()
   try:
     for rep in range(repeats):
       if budget_s is not None and rep and time.perf_counter() - start > budget_s:
         print(f"{label}time budget reached after {rep} repetitions", file=sys.stderr)
         break
-      keys = list(entries)
       # No collection between repetitions (the call after a gc.collect() ran up to 30 %
       # slower at batch 10, and with a fixed order that was always the first entry, the
       # floor), and the order rotates so that no entry is always first.

@@ -398,6 +398,17 @@ def _euler_acts(a, u_t, gated):
   return jnp.tanh(a + u_t), None
 
 
+def _valid_cotangent(m_t, g):
+  """``g`` where step ``t`` is valid, zero where it is padding (``m_t`` False)."""
+  return g if m_t is None else _mask_select(m_t, g, jnp.zeros((), g.dtype))
+
+
+def _gated_pre_cotangents(e, tau, s):
+  """Cotangents of the two pre-activations of eq (13) given ``e = eps dh_t`` and the
+  activations ``tau = tanh(.)``, ``s = sigmoid(.)`` (``h_t = h_{t-1} + eps s tau``)."""
+  return e * s * (1.0 - tau * tau), e * tau * (s * (1.0 - s))
+
+
 def _euler_forward(kernel, u, h0, mask, eps, store, reverse, unroll, gated):
   keep = store == "activation"
   if gated and keep:
@@ -409,9 +420,7 @@ def _euler_forward(kernel, u, h0, mask, eps, store, reverse, unroll, gated):
     h_new = h + eps * (tau if s is None else s * tau)
     if m_t is not None:
       h_new = _mask_select(m_t, h_new, h)
-    if not keep:
-      return h_new, (h_new, None)
-    return h_new, (h_new, tau if s is None else (tau, s))
+    return h_new, (h_new, tau if keep else None)  # gated + keep: _gated_forward_in_place
 
   _, (hs, acts) = jax.lax.scan(body, h0, (u, mask), reverse=reverse, unroll=unroll)
   return hs, acts
@@ -440,16 +449,10 @@ def _euler_bwd(eps, store, reverse, unroll, gated, res, cts):
   def body(c, xs):
     act_t, dy_t, m_t = xs
     g = c + dy_t
-    if m_t is not None:
-      g_valid = _mask_select(m_t, g, jnp.zeros((), g.dtype))
-    else:
-      g_valid = g
+    g_valid = _valid_cotangent(m_t, g)
     if gated:
-      tau, s = act_t
-      d_tau = (eps * g_valid) * s * (1.0 - tau * tau)
-      d_s = (eps * g_valid) * tau * (s * (1.0 - s))
-      da = d_tau + d_s
-      du = (d_tau, d_s)
+      du = _gated_pre_cotangents(eps * g_valid, *act_t)
+      da = du[0] + du[1]
     else:
       da = (eps * g_valid) * (1.0 - act_t * act_t)
       du = da
@@ -513,9 +516,7 @@ def _gated_bwd_in_place(eps, reverse, unroll, res, cts):
     c, tau, s, buf_h, buf_z = carry
     t, dy_t, m_t = xs
     g = c + dy_t
-    g_valid = g if m_t is None else _mask_select(m_t, g, jnp.zeros((), g.dtype))
-    d_tau = (eps * g_valid) * s * (1.0 - tau * tau)
-    d_s = (eps * g_valid) * tau * (s * (1.0 - s))
+    d_tau, d_s = _gated_pre_cotangents(eps * _valid_cotangent(m_t, g), tau, s)
     buf_h, buf_z = _step_update(buf_h, t, d_tau), _step_update(buf_z, t, d_s)
     nxt = jnp.clip(t + shift, 0, num_steps - 1)  # clipped at the end: read, never used
     # d h_{t-1} = g (identity path; also the frozen carry of a padded step) + da K^T

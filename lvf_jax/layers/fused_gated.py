@@ -42,7 +42,8 @@ import jax.numpy as jnp
 
 from lvf_jax.layers.fused import (_act_fwd, _act_grad_from_output, _big_matmul_tn,
                                   _check_unroll, _finish, _last_carry, _mask_select,
-                                  _padded_carry_cotangent, _prepare, _prev_states)
+                                  _padded_carry_cotangent, _prepare, _prev_states,
+                                  _valid_cotangent)
 
 Array = jnp.ndarray
 
@@ -94,8 +95,8 @@ def _lstm_bwd(reverse, unroll, res, cts):
     gates_t, c_t, cp_t, dy_t, m_t = xs
     i, f, g, o = jnp.split(gates_t, 4, axis=-1)
     gh = dh + dy_t
-    gh_valid = _masked(m_t, gh, jnp.zeros((), gh.dtype))
-    dc_valid = _masked(m_t, dc, jnp.zeros((), dc.dtype))
+    gh_valid = _valid_cotangent(m_t, gh)
+    dc_valid = _valid_cotangent(m_t, dc)
     tc = jnp.tanh(c_t)
     dct = dc_valid + gh_valid * o * (1.0 - tc * tc)
     dz = jnp.concatenate([dct * g * i * (1.0 - i), dct * cp_t * f * (1.0 - f),
@@ -187,7 +188,7 @@ def _gru_bwd(reverse, unroll, res, cts):
     acts_t, hp_t, dy_t, m_t = xs
     r, z, m, a_m = jnp.split(acts_t, 4, axis=-1)
     g = dh + dy_t
-    gv = _masked(m_t, g, jnp.zeros((), g.dtype))
+    gv = _valid_cotangent(m_t, g)
     d_pre_m = gv * (1.0 - z) * (1.0 - m * m)
     d_pre_r = d_pre_m * a_m * r * (1.0 - r)
     d_pre_z = gv * (hp_t - m) * z * (1.0 - z)
@@ -271,7 +272,7 @@ def _ncgru_bwd(reverse, unroll, res, cts):
     acts_t, hp_t, dy_t, m_t = xs
     r, z, c = jnp.split(acts_t, 3, axis=-1)
     g = dh + dy_t
-    gv = _masked(m_t, g, jnp.zeros((), g.dtype))
+    gv = _valid_cotangent(m_t, g)
     d_p = gv * z * _act_grad_from_output("modrelu", c, True)  # modReLU' read off c
     d_pre_z = gv * (c - hp_t) * z * (1.0 - z)
     d_q = jnp.dot(d_p, kernel_c_t)  # q = r * h_{t-1}
