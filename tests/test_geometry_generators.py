@@ -1,6 +1,8 @@
 """Generators against independent NumPy implementations of the papers' equations, and the
 lvfRNN properties of REFERENCE.md §1 (Thm 1, Props 1-2, eq 13, App. B and C)."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -190,6 +192,21 @@ def test_skew_constructions(n, seed):
   assert packed.shape == (n * (n - 1) // 2,)
   np.testing.assert_allclose(g.skew_from_packed(packed, n), u - u.T, atol=1e-6)
   np.testing.assert_allclose(packed, m[np.triu_indices(n, 1)], atol=1e-6)
+
+
+def test_packed_skew_indices_are_constants_of_the_trace():
+  # The triangle's indices are known when tracing: a jitted step must not compute them
+  # (jnp.triu_indices would add iota / cumsum ops evaluated in every call).
+  for fn in (lambda v: g.skew_from_packed(v, 7), lambda v: g.packed_from_skew(
+      g.skew_from_packed(v, 7))):
+    text = str(jax.make_jaxpr(fn)(jnp.zeros(21)))  # with the nested jaxprs
+    assert not re.search(r"= (iota|cumsum|scatter-add|sort)\b", text), text
+  # batched packed vectors and gradients still follow the row-major triangle
+  v = jnp.arange(2 * 21, dtype=jnp.float32).reshape(2, 21)
+  rows, cols = np.triu_indices(7, 1)
+  np.testing.assert_array_equal(g.skew_from_packed(v, 7)[:, rows, cols], v)
+  grad = jax.grad(lambda x: jnp.sum(g.skew_from_packed(x, 7) * jnp.arange(49.0).reshape(7, 7)))
+  np.testing.assert_array_equal(grad(v[0]), (rows * 7 + cols) - (cols * 7 + rows))
 
 
 @pytest.mark.parametrize("gamma", [0.0, 0.1, 1.0])

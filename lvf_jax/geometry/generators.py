@@ -26,6 +26,7 @@ hypothesis of Prop. 2) already forces ``div V = 0``; see :func:`divergence`.
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
 from lvf_jax.geometry import _checks
 from lvf_jax.geometry._util import diag_embed, eye_like
@@ -58,6 +59,13 @@ def num_skew_params(n: int) -> int:
   return n * (n - 1) // 2
 
 
+def _triu_indices(n: int) -> tuple[np.ndarray, np.ndarray]:
+  """Row and column indices of the strictly-upper triangle, row-major, as NumPy constants
+  (``jnp.triu_indices`` computes them with traced ops: a cumulative sum and a scatter
+  evaluated in every call of a jitted step)."""
+  return np.triu_indices(n, k=1)
+
+
 def skew_from_packed(v: Array, n: int) -> Array:
   """Skew matrix whose strictly-upper triangle (row-major order) is the vector ``v``.
 
@@ -70,15 +78,16 @@ def skew_from_packed(v: Array, n: int) -> Array:
     raise ValueError(
         f"skew_from_packed: argument 'v' must have last dimension n(n-1)/2 = "
         f"{num_skew_params(n)} for n={n}; got shape {shape}.")
-  rows, cols = jnp.triu_indices(n, k=1)
-  upper = jnp.zeros(shape[:-1] + (n, n), dtype=v.dtype).at[..., rows, cols].set(v)
+  rows, cols = _triu_indices(n)
+  upper = jnp.zeros(shape[:-1] + (n, n), dtype=v.dtype).at[..., rows, cols].set(
+      v, indices_are_sorted=True, unique_indices=True)
   return upper - jnp.swapaxes(upper, -1, -2)
 
 
 def packed_from_skew(a: Array) -> Array:
   """Inverse of :func:`skew_from_packed`: the strictly-upper triangle of ``a`` as a vector."""
   n = _checks.check_matrix("packed_from_skew", "a", a)
-  rows, cols = jnp.triu_indices(n, k=1)
+  rows, cols = _triu_indices(n)
   return a[..., rows, cols]
 
 

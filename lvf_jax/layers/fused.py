@@ -180,6 +180,13 @@ def _prev_states(h0: Array, hs: Array, reverse: bool) -> Array:
   return jnp.concatenate([h0[None], hs[:-1]], axis=0)
 
 
+def _next_steps(a: Array, reverse: bool) -> Array:
+  """``a`` moved one step back in processing order: index ``t`` holds ``a_{t+1}``
+  (``a_{t-1}`` when reversed), zero past the end."""
+  zero = jnp.zeros_like(a[:1])
+  return jnp.concatenate([zero, a[:-1]] if reverse else [a[1:], zero], axis=0)
+
+
 def _last_carry(h0: Array, hs: Array, reverse: bool) -> Array:
   if hs.shape[0] == 0:
     return h0
@@ -307,11 +314,7 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
     return d_kernel, None, dz, dh0, d_bias, d_mask
   # Projection inside the loop: sum_t x_t^T dz_t = X_next^T S + x_first^T dz_first, with
   # X_next[t] = x_{t+1} (x_{t-1} when reversed; zero past the end), a cheap (T, B, d) shift.
-  zero = jnp.zeros_like(x[:1])
-  if reverse:
-    x_next, x_first = jnp.concatenate([zero, x[:-1]], axis=0), x[-1]
-  else:
-    x_next, x_first = jnp.concatenate([x[1:], zero], axis=0), x[0]
+  x_next, x_first = _next_steps(x, reverse), x[-1 if reverse else 0]
   d_w_in = _big_matmul_tn(x_next, shifted) + jnp.dot(x_first.T, dz_first)
   # dX = dZ W^T, formed from S and shifted back (only evaluated if x is differentiated).
   dx_shifted = jnp.dot(shifted.reshape((-1, shifted.shape[-1])), w_in.T).reshape(x.shape)
@@ -475,6 +478,11 @@ _euler_core.defvjp(_euler_fwd, _euler_bwd)
 # so no buffer is read after a write to it): the layer keeps five (T, B, n) arrays, as many
 # as the tanh floor, instead of eight, and XLA:CPU maps (and faults in) fewer fresh pages
 # per call. Where the caller still needs ``u`` after the call, XLA copies it first.
+# Fewer XLA:CPU thunks per step (what a step costs at batch 10): the steps are unsigned
+# (no negative-index wrap per slice), the forward step reads its two activations back from
+# the buffers it has just written (each activation then has one consumer and is computed
+# inside the fusion that stores it), and the backward carry is g = c + dy_t (adding the
+# next step's dy in the same fusion as the recurrent product).
 
 
 def _step_slice(a: Array, t) -> Array:
@@ -485,22 +493,29 @@ def _step_update(a: Array, t, v: Array) -> Array:
   return jax.lax.dynamic_update_index_in_dim(a, v, t, 0)
 
 
+def _step_indices(num_steps: int) -> Array:
+  """``0 .. T-1`` as unsigned ints: a slice at an unsigned index needs no wrap of negative
+  indices (one scalar fusion less per step)."""
+  return jnp.arange(num_steps, dtype=jnp.uint32)
+
+
 def _gated_forward_in_place(kernel, u, h0, mask, eps, reverse, unroll):
   """Forward loop of eq (13); returns ``hs`` and the activations ``(tanh, sigmoid)`` in the
   buffers of ``u = (u_h, u_z)``."""
   def body(carry, xs):
     h, buf_h, buf_z = carry
     t, m_t = xs
-    tau, s = _euler_acts(jnp.dot(h, kernel), (_step_slice(buf_h, t), _step_slice(buf_z, t)),
-                         True)
-    h_new = h + eps * (s * tau)
+    a = jnp.dot(h, kernel)
+    buf_h = _step_update(buf_h, t, jnp.tanh(a + _step_slice(buf_h, t)))
+    buf_z = _step_update(buf_z, t, jax.nn.sigmoid(a + _step_slice(buf_z, t)))
+    h_new = h + eps * (_step_slice(buf_z, t) * _step_slice(buf_h, t))
     if m_t is not None:
       h_new = _mask_select(m_t, h_new, h)
-    return (h_new, _step_update(buf_h, t, tau), _step_update(buf_z, t, s)), h_new
+    return (h_new, buf_h, buf_z), h_new
 
-  steps = jnp.arange(u[0].shape[0])
-  (_, taus, sigs), hs = jax.lax.scan(body, (h0, u[0], u[1]), (steps, mask), reverse=reverse,
-                                     unroll=unroll)
+  (_, taus, sigs), hs = jax.lax.scan(body, (h0, u[0], u[1]),
+                                     (_step_indices(u[0].shape[0]), mask),
+                                     reverse=reverse, unroll=unroll)
   return hs, (taus, sigs)
 
 
@@ -510,24 +525,29 @@ def _gated_bwd_in_place(eps, reverse, unroll, res, cts):
   kernel_t = kernel.T
   num_steps = hs.shape[0]
   first = 0 if reverse else num_steps - 1  # the step the backward loop processes first
-  shift = 1 if reverse else -1  # from one step of the backward loop to the next
+  last = num_steps - 1 - first  # ... and last
 
   def body(carry, xs):
-    c, tau, s, buf_h, buf_z = carry
-    t, dy_t, m_t = xs
-    g = c + dy_t
+    g, tau, s, buf_h, buf_z = carry  # g = dL/dh_t (the carry's cotangent plus dy_t)
+    t, m_t = xs
     d_tau, d_s = _gated_pre_cotangents(eps * _valid_cotangent(m_t, g), tau, s)
     buf_h, buf_z = _step_update(buf_h, t, d_tau), _step_update(buf_z, t, d_s)
-    nxt = jnp.clip(t + shift, 0, num_steps - 1)  # clipped at the end: read, never used
+    at_last = t == last
+    nxt = jnp.where(at_last, t, t + 1 if reverse else t - 1)  # at the end: read, not used
+    dy_next = jnp.where(at_last, jnp.zeros((), g.dtype), _step_slice(dhs, nxt))
+    da = _step_slice(buf_h, t) + _step_slice(buf_z, t)
     # d h_{t-1} = g (identity path; also the frozen carry of a padded step) + da K^T
-    return (g + jnp.dot(d_tau + d_s, kernel_t), _step_slice(buf_h, nxt),
+    return (g + jnp.dot(da, kernel_t) + dy_next, _step_slice(buf_h, nxt),
             _step_slice(buf_z, nxt), buf_h, buf_z), None
 
-  init = (dh_last, _step_slice(taus, first), _step_slice(sigs, first), taus, sigs)
-  steps = jnp.arange(num_steps)
-  (dh0, _, _, du_h, du_z), _ = jax.lax.scan(body, init, (steps, dhs, mask),
+  init = (dh_last + dhs[first], taus[first], sigs[first], taus, sigs)
+  (dh0, _, _, du_h, du_z), _ = jax.lax.scan(body, init, (_step_indices(num_steps), mask),
                                             reverse=not reverse, unroll=unroll)
-  d_kernel = _big_matmul_tn(_prev_states(h0, hs, reverse), du_h + du_z)
+  # dK = sum_t h_{t-1}^T da_t = H^T S + h0^T da_first, S = da one step back: the shift is
+  # computed in the same fusion as da = du_h + du_z (no shifted copy of H).
+  h0_step = last  # the step whose previous state is h0
+  d_kernel = _big_matmul_tn(hs, _next_steps(du_h + du_z, reverse)) + jnp.dot(
+      h0.T, du_h[h0_step] + du_z[h0_step])
   return d_kernel, (du_h, du_z), dh0, None
 
 
