@@ -505,9 +505,10 @@ def _gated_forward_in_place(kernel, u, h0, mask, eps, reverse, unroll):
   def body(carry, xs):
     h, buf_h, buf_z = carry
     t, m_t = xs
-    a = jnp.dot(h, kernel)
-    buf_h = _step_update(buf_h, t, jnp.tanh(a + _step_slice(buf_h, t)))
-    buf_z = _step_update(buf_z, t, jax.nn.sigmoid(a + _step_slice(buf_z, t)))
+    tau, s = _euler_acts(jnp.dot(h, kernel), (_step_slice(buf_h, t), _step_slice(buf_z, t)),
+                         True)
+    buf_h, buf_z = _step_update(buf_h, t, tau), _step_update(buf_z, t, s)
+    # read back from the buffers, not tau and s: each activation then has one consumer
     h_new = h + eps * (_step_slice(buf_z, t) * _step_slice(buf_h, t))
     if m_t is not None:
       h_new = _mask_select(m_t, h_new, h)
@@ -545,9 +546,9 @@ def _gated_bwd_in_place(eps, reverse, unroll, res, cts):
                                             reverse=not reverse, unroll=unroll)
   # dK = sum_t h_{t-1}^T da_t = H^T S + h0^T da_first, S = da one step back: the shift is
   # computed in the same fusion as da = du_h + du_z (no shifted copy of H).
-  h0_step = last  # the step whose previous state is h0
+  # (``last`` is the step whose previous state is h0.)
   d_kernel = _big_matmul_tn(hs, _next_steps(du_h + du_z, reverse)) + jnp.dot(
-      h0.T, du_h[h0_step] + du_z[h0_step])
+      h0.T, du_h[last] + du_z[last])
   return d_kernel, (du_h, du_z), dh0, None
 
 
