@@ -2,7 +2,7 @@
 
 NC-GRU Sec. 4.3: single layer, Adam 1e-3 for everything including the skew/orthogonal
 matrices, batch 50, 10,000 iterations; LSTM 68, GRU 70, scoRNN 190 (rho 95),
-NC-GRU 80 (rho 43). scoRNN's own set-up (REFERENCE §1): n 170, rho 85. Models not in
+NC-GRU 80 (rho 43), GORU 128. scoRNN's own set-up (REFERENCE §1): n 170, rho 85. Models not in
 that table use hidden sizes of a similar parameter budget and the same optimiser.
 Override T with ``--config.task.options.T=400`` (papers: 200, 400, 750, 1000, 5000).
 """
@@ -25,6 +25,7 @@ PRESETS = {
     "rnn": dict(hidden=128, optim=ADAM),
     "rnn_orth": dict(hidden=128, optim=ADAM),
     "gated_antisymmetric": dict(hidden=128, optim=ADAM),
+    "goru": dict(hidden=128, optim=ADAM),
 }
 
 

@@ -8,6 +8,9 @@ Hyperparameters from the papers' tables:
 * scornn, ncgru, gru: NC-GRU Sec. 4.4 (T=1000/2000, batch 50, Adam 1e-3, A at 1e-4;
   scoRNN n 190 rho 95, NC-GRU n 96 rho 80 with Neumann resets every 20 steps, GRU 78).
 * antisymmetric: not in the copy tables; AntisymmetricRNN defaults (eps 0.1, gamma 0.01).
+* urnn, eurnn: lvfRNN Table 4 (copy, hidden 128 for every model); RMSprop 1e-3 as the uRNN
+  paper (complex EURNN of capacity 2, the reference code's default).
+* goru: NC-GRU Sec. 4.4 (n 100, Adam 1e-3).
 Override anything from the command line, e.g. ``--config.task.options.T=1000``.
 """
 
@@ -36,6 +39,10 @@ PRESETS = {
                           optim=dict(optimizer="adam", learning_rate=1e-3)),
     "gated_antisymmetric": dict(hidden=128, cell=dict(epsilon=0.1, gamma=0.01),
                                 optim=dict(optimizer="adam", learning_rate=1e-3)),
+    "urnn": dict(hidden=128, optim=dict(optimizer="rmsprop", learning_rate=1e-3)),
+    "eurnn": dict(hidden=128, cell=dict(capacity=2),
+                  optim=dict(optimizer="rmsprop", learning_rate=1e-3)),
+    "goru": dict(hidden=100, optim=dict(optimizer="adam", learning_rate=1e-3)),
 }
 
 

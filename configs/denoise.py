@@ -1,7 +1,7 @@
 """Denoise task (REFERENCE §2): ``--config=configs/denoise.py:<model>``.
 
 NC-GRU Sec. 4.2: one layer, Adam 1e-3 for everything, batch 128, 10,000 iterations,
-Neumann resets every 50 steps; NC-GRU 118 (rho 50), LSTM 90, GRU 100, scoRNN 200. Other
+Neumann resets every 50 steps; NC-GRU 118 (rho 50), LSTM 90, GRU 100, scoRNN 200, GORU 128. Other
 models use hidden sizes of a similar budget. T in {200, 400}.
 """
 
@@ -23,6 +23,7 @@ PRESETS = {
     "rnn": dict(hidden=128, optim=ADAM),
     "rnn_orth": dict(hidden=128, optim=ADAM),
     "gated_antisymmetric": dict(hidden=128, optim=ADAM),
+    "goru": dict(hidden=128, optim=ADAM),
 }
 
 

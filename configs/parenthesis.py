@@ -1,7 +1,7 @@
 """Parenthesis task (REFERENCE §2): ``--config=configs/parenthesis.py:<model>``.
 
 NC-GRU Sec. 4.1: one layer, Adam 1e-3 for everything (incl. A), batch 16; LSTM 42, GRU 50,
-scoRNN 110 (rho 20), NC-GRU 56 (rho 40, U_r and U_c orthogonal, Neumann resets every 50).
+scoRNN 110 (rho 20), GORU 64, NC-GRU 56 (rho 40, U_r and U_c orthogonal, Neumann resets every 50).
 Other models use hidden sizes of a similar budget. T in {100, 200}.
 """
 
@@ -24,6 +24,7 @@ PRESETS = {
     "rnn": dict(hidden=64, optim=ADAM),
     "rnn_orth": dict(hidden=64, optim=ADAM),
     "gated_antisymmetric": dict(hidden=64, optim=ADAM),
+    "goru": dict(hidden=64, optim=ADAM),
 }
 
 

@@ -51,7 +51,8 @@ def init_apply(cell, x=None, carry=None, key=0):
   """Initialises ``cell`` and applies one step; returns (variables, carry, x, h')."""
   kx, kh, kp = jax.random.split(jax.random.key(key), 3)
   x = jax.random.normal(kx, (B, M)) if x is None else x
-  carry = 0.5 * jax.random.normal(kh, (B, cell.features)) if carry is None else carry
+  width = getattr(cell, "state_size", cell.features)  # 2n for a complex state [Re | Im]
+  carry = 0.5 * jax.random.normal(kh, (B, width)) if carry is None else carry
   variables = cell.init(kp, carry, x)
   new_carry, y = cell.apply(variables, carry, x)
   np.testing.assert_array_equal(np.asarray(new_carry), np.asarray(y))

@@ -16,6 +16,7 @@ from lvf_jax.cells.lvf import LVFRNNCell
 from lvf_jax.cells.ncgru import NCGRUCell
 from lvf_jax.cells.nnrnn import NNRNNCell
 from lvf_jax.cells.orthogonal import ExpRNNCell, ScoRNNCell
+from lvf_jax.cells.unitary import EUNNParams, EURNNCell, GORUCell, URNNCell
 
 CELLS = {
     "lvf": LVFRNNCell,
@@ -29,6 +30,9 @@ CELLS = {
     "rnn_orth": OrthInitRNNCell,
     "lstm": LSTMCell,
     "gru": GRUCell,
+    "urnn": URNNCell,
+    "eurnn": EURNNCell,
+    "goru": GORUCell,
 }
 
 

@@ -131,6 +131,16 @@ def _match_rank(b: Array, z: Array) -> Array:
   return jnp.reshape(b, (1,) * (z.ndim - b.ndim) + b.shape)
 
 
+def add_gate_biases(u: Array, *biases: Optional[Array]) -> Array:
+  """``u + [b_1 | b_2 | ...]`` over any leading axes, in ``u``'s dtype; a ``None`` block
+  adds nothing (its width is ``u``'s width over the number of blocks). The gated cells
+  fold their gate biases into the hoisted projection this way."""
+  width = u.shape[-1] // len(biases)
+  b = jnp.concatenate([jnp.zeros((width,), u.dtype) if x is None else x.astype(u.dtype)
+                       for x in biases])
+  return u + _match_rank(b, u)
+
+
 def activation_bias_init(name: str) -> Initializer:
   """modReLU bias ``U(-0.01, 0.01)`` (uRNN / expRNN); zeros for tanh."""
   from lvf_jax.geometry import initializers
@@ -305,6 +315,12 @@ class KernelCell(StructuredCell):
 
   def recurrent_matrix(self) -> Array:  # pragma: no cover - abstract
     raise NotImplementedError
+
+  @property
+  def state_is_complex(self) -> bool:
+    """Whether the carry is a complex state ``[Re h | Im h]`` (the unitary cells of
+    :mod:`lvf_jax.cells.unitary`); the fused scan covers real states only."""
+    return False
 
   def regularize(self) -> None:
     """Sows the cell's regularisation terms (called by :meth:`prepare`); none by default."""

@@ -102,10 +102,8 @@ class NCGRUCell(base.StructuredCell):
 
   def project_inputs(self, x: Array) -> Array:
     """``[x W_r + b_r | x W_u + b_u | x W_c]`` (``3n`` features)."""
-    dtype = self._compute_dtype(x)
-    u = self.input(x, dtype)
-    b = jnp.concatenate([self.bias_r, self.bias_u, jnp.zeros_like(self.bias_c)]).astype(dtype)
-    return u + jnp.reshape(b, (1,) * (u.ndim - 1) + b.shape)
+    return base.add_gate_biases(self.input(x, self._compute_dtype(x)), self.bias_r,
+                                self.bias_u, None)
 
   @nn.nowrap
   def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:

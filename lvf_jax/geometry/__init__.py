@@ -4,7 +4,7 @@ Generators (``G``, column convention ``G @ h``) and maps (``G -> transition``) c
 freely; see ``docs/ARCHITECTURE.md``.
 """
 
-from lvf_jax.geometry.activations import modrelu
+from lvf_jax.geometry.activations import modrelu, modrelu_split
 from lvf_jax.geometry.generators import (
     antisymmetric_diffusion,
     antisymmetrize,
@@ -56,6 +56,16 @@ from lvf_jax.geometry.neumann import (
     neumann_inverse_step,
     neumann_inverse_update,
     neumann_product,
+)
+from lvf_jax.geometry.unitary import (
+    complex_dtype,
+    complex_to_real_kernel,
+    eunn_layer,
+    eunn_matrix,
+    givens_pairs,
+    phase,
+    reflect,
+    urnn_matrix,
 )
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -20,3 +20,24 @@ def modrelu(z: Array, b: Array) -> Array:
     scale = jnp.maximum(mag + b, 0) / safe
     return jnp.where(mag > 0, z * scale.astype(z.dtype), 0)
   return jnp.sign(z) * jnp.maximum(jnp.abs(z) + b, 0)
+
+
+def modrelu_split(z: Array, b: Array) -> Array:
+  """Complex modReLU ``z/|z| relu(|z| + b)`` of a complex vector carried as real
+  ``[Re z | Im z]`` along the last axis (length ``2n``; ``b`` has ``n`` entries).
+
+  Same values as :func:`modrelu` on the complex ``z``; ``z = 0`` maps to 0 with a finite
+  (zero) gradient.
+  """
+  n = z.shape[-1] // 2
+  if z.shape[-1] != 2 * n:
+    raise ValueError(
+        f"modrelu_split: the last axis of 'z' must have even length [Re | Im]; got shape "
+        f"{z.shape}.")
+  re, im = z[..., :n], z[..., n:]
+  b = jnp.broadcast_to(jnp.asarray(b).astype(z.dtype), re.shape)
+  mag2 = re * re + im * im
+  nonzero = mag2 > 0
+  mag = jnp.sqrt(jnp.where(nonzero, mag2, jnp.ones_like(mag2)))
+  scale = jnp.where(nonzero, jnp.maximum(mag + b, 0) / mag, jnp.zeros_like(mag))
+  return jnp.concatenate([re * scale, im * scale], axis=-1)

@@ -82,11 +82,12 @@ from typing import Any, Optional
 import jax
 import jax.numpy as jnp
 
+from lvf_jax.geometry.activations import modrelu_split
 from lvf_jax.geometry.maps import expm_taylor  # noqa: F401  (re-export)
 
 Array = jnp.ndarray
 
-ACTIVATIONS = ("tanh", "modrelu", "identity", "relu")
+ACTIVATIONS = ("tanh", "modrelu", "identity", "relu", "modrelu_split")
 STORES = ("activation", "recompute")
 
 
@@ -214,9 +215,11 @@ def _padded_carry_cotangent(m_t, g):
 
 
 def _act_fwd(name: str, z: Array, bias: Optional[Array]) -> Array:
-  if name == "modrelu":
+  if name in ("modrelu", "modrelu_split"):
     if bias is None:
       return z
+    if name == "modrelu_split":
+      return modrelu_split(z, bias)
     b = bias[None, :]
     return jnp.sign(z) * jnp.maximum(jnp.abs(z) + b, jnp.zeros((), z.dtype))
   if bias is not None:
@@ -236,9 +239,35 @@ def _act_grad_from_output(name: str, h: Array, has_bias: bool) -> Optional[Array
     if not has_bias:
       return None
     return jnp.abs(jnp.sign(h))  # 1 where |z| + b > 0 (and z != 0), else 0
+  if name == "modrelu_split" and not has_bias:
+    return None  # the identity (with a bias: not elementwise, see _modrelu_split_vjp)
   if name == "relu":
     return (h > 0).astype(h.dtype)
   return None
+
+
+def _modrelu_split_vjp(h: Array, g: Array, b: Array) -> tuple[Array, Array]:
+  """Cotangent ``dz`` of the complex modReLU (``[Re | Im]`` layout) and the batch sum of
+  its bias cotangent, both from the *output* ``h`` (nothing else is stored).
+
+  Where the unit is active (``h != 0``): ``h = z (1 + b / r)`` with ``r = |z| = |h| - b``,
+  so the (symmetric) Jacobian is ``(|h| / r) I - (b / r) u u^T``, ``u = h / |h|``, and
+  ``dh / db = u``; where ``h = 0`` both are zero.
+  """
+  n = h.shape[-1] // 2
+  hr, hi, gr, gi = h[:, :n], h[:, n:], g[:, :n], g[:, n:]
+  mag2 = hr * hr + hi * hi
+  active = mag2 > 0
+  mag = jnp.sqrt(jnp.where(active, mag2, jnp.ones_like(mag2)))
+  bb = jnp.broadcast_to(b[None, :], mag.shape)
+  inv_r = jnp.where(active, 1.0 / jnp.where(active, mag - bb, jnp.ones_like(mag)),
+                    jnp.zeros_like(mag))
+  proj = hr * gr + hi * gi
+  coef_g = mag * inv_r
+  coef_h = bb * proj * inv_r / (mag * mag)
+  dz = jnp.concatenate([coef_g * gr - coef_h * hr, coef_g * gi - coef_h * hi], axis=1)
+  db = jnp.sum(jnp.where(active, proj / mag, jnp.zeros_like(mag)), axis=0)
+  return dz, db
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7, 8))
@@ -274,7 +303,8 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
   has_bias = bias is not None
   # modReLU's bias gradient is sum dz * sign(h), not sum dz: accumulate it in the loop,
   # where h_t and dz_t are already in registers (saves a pass over two T B n arrays).
-  acc_bias = has_bias and activation == "modrelu"
+  acc_bias = has_bias and activation in ("modrelu", "modrelu_split")
+  split = has_bias and activation == "modrelu_split"
   # With the projection inside the loop nobody needs dZ aligned with u: emit only the
   # shifted sequence S and shift the (narrow) inputs instead.
   emit_aligned = w_in is None
@@ -283,12 +313,17 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
     c, db, dz_prev = carry
     h_t, dy_t, m_t = xs
     g = c + dy_t
-    d = _act_grad_from_output(activation, h_t, has_bias)
-    dz = g if d is None else g * d
-    if m_t is not None:
-      dz = _mask_select(m_t, dz, jnp.zeros((), dz.dtype))
-    if acc_bias:
-      db = db + jnp.sum(dz * jnp.sign(h_t), axis=0)
+    if split:  # complex modReLU: a 2 x 2 Jacobian per unit, bias cotangent alongside
+      gm = g if m_t is None else _mask_select(m_t, g, jnp.zeros((), g.dtype))
+      dz, db_t = _modrelu_split_vjp(h_t, gm, bias)
+      db = db + db_t
+    else:
+      d = _act_grad_from_output(activation, h_t, has_bias)
+      dz = g if d is None else g * d
+      if m_t is not None:
+        dz = _mask_select(m_t, dz, jnp.zeros((), dz.dtype))
+      if acc_bias:
+        db = db + jnp.sum(dz * jnp.sign(h_t), axis=0)
     c_new = jnp.dot(dz, kernel_t)
     if m_t is not None:
       # The carry of a padded step is the old carry: its cotangent flows straight through.
@@ -297,7 +332,7 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
     # aligned with h_t: dK = H^T S + h0^T dz_first needs no shifted copy of H.
     return (c_new, db, dz), ((dz, dz_prev) if emit_aligned else dz_prev)
 
-  db0 = jnp.zeros(kernel.shape[:1], kernel.dtype) if acc_bias else None
+  db0 = jnp.zeros(bias.shape, kernel.dtype) if acc_bias else None
   (dh0, db, dz_first), ys = jax.lax.scan(
       body, (dh_last, db0, jnp.zeros_like(dh_last)), (hs, dhs, mask), reverse=not reverse,
       unroll=unroll)
@@ -344,9 +379,11 @@ def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *
     kernel: recurrent kernel ``K`` in row form, ``(n, n)``.
     u: projected inputs, time-major ``(T, *batch, n)`` (``x_t W`` plus any input bias).
     h0: initial carry ``(*batch, n)``.
-    bias: optional ``(n,)``: inside the activation (``tanh(z + b)``, modReLU's ``b``).
-    activation: ``'tanh'``, ``'modrelu'``, ``'identity'`` or ``'relu'``.
-      ``'modrelu'`` without a bias is the identity.
+    bias: optional ``(n,)``: inside the activation (``tanh(z + b)``, modReLU's ``b``);
+      ``(n / 2,)`` for ``'modrelu_split'``.
+    activation: ``'tanh'``, ``'modrelu'``, ``'identity'``, ``'relu'`` or
+      ``'modrelu_split'`` (the complex modReLU of a state carried as ``[Re h | Im h]``:
+      uRNN, complex EURNN). Both modReLUs without a bias are the identity.
     input_kernel: optional ``W (d, n)``. If given, ``u`` is the raw input ``(T, *batch,
       d)`` and ``u_t W`` is computed inside the loop; ``dW = X^T dZ`` and ``dX = dZ W^T``
       are still one large product each. Use it when ``d`` is much smaller than ``n``
@@ -373,8 +410,19 @@ def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *
           f"{fn}: argument 'input_kernel' must have shape (d, n) = "
           f"({jnp.shape(u)[-1]}, {n}) for inputs u of shape {jnp.shape(u)}; "
           f"got {w_in.shape}.")
+  split_bias = None
+  if activation == "modrelu_split" and bias is not None:  # one bias per complex unit
+    n = jnp.shape(kernel)[-1]
+    split_bias, bias = jnp.asarray(bias), None
+    if n % 2 or split_bias.shape != (n // 2,):
+      raise ValueError(
+          f"{fn}: with activation='modrelu_split' the kernel acts on [Re h | Im h] (even "
+          f"size 2m) and argument 'bias' must have shape (m,); got kernel {jnp.shape(kernel)} "
+          f"and bias {split_bias.shape}.")
   kernel, u2, h02, bias, mask2, batch_shape = _prepare(
       fn, kernel, u, h0, bias, mask, seq_lengths, None if w_in is not None else 1)
+  if split_bias is not None:
+    bias = split_bias.astype(u2.dtype)
   if w_in is not None:
     w_in = w_in.astype(u2.dtype)
   h_last, hs = _rnn_core(kernel, w_in, u2, h02, bias, mask2, activation, bool(reverse),
@@ -653,7 +701,9 @@ def fused_scan_for_cell(cell: Any):
   cell                                        fused call
   ==========================================  ==========================================
   ``ExpRNNCell``, ``ScoRNNCell``,             ``rnn_scan(prep['kernel'], u, carry,
-  ``NNRNNCell``, ``LVFRNNCell``               prep['bias'], activation=cell.activation)``
+  ``NNRNNCell``, ``LVFRNNCell``, real         prep['bias'], activation=cell.activation)``
+  ``EURNNCell`` (``complex_valued=False``)
+  ``URNNCell``, complex ``EURNNCell``         ``rnn_scan(..., activation='modrelu_split')``
   ``TanhRNNCell``, ``OrthInitRNNCell``        ``rnn_scan(prep['kernel'], u, carry,
                                               activation='tanh')`` (bias is inside ``u``)
   ``AntisymmetricRNNCell``                    ``euler_scan(prep['kernel'], u, carry,
@@ -666,7 +716,8 @@ def fused_scan_for_cell(cell: Any):
   ``NCGRUCell``                                :func:`lvf_jax.layers.fused_gated.ncgru_scan`
                                               ``(prep['kernel_ru'], prep['kernel_c'],
                                               prep['bias_c'], u, carry)``
-  LSTM / GRU with other gate functions        ``None`` (use ``scan_steps``)
+  LSTM / GRU with other gate functions,       ``None`` (use ``scan_steps``)
+  ``GORUCell``
   ==========================================  ==========================================
 
   Args:
@@ -692,6 +743,8 @@ def fused_scan_for_cell(cell: Any):
     return scan
 
   if isinstance(cell, cells.KernelCell):  # expRNN, scoRNN, nnRNN, lvfRNN: sigma(hK + u + b)
+    if cell.state_is_complex:  # uRNN, complex EURNN: [Re h | Im h], complex modReLU
+      return simple("modrelu_split", True)
     return simple(cell.activation, True)
   if isinstance(cell, cells.TanhRNNCell):  # includes OrthInitRNNCell
     return simple("tanh", False)

@@ -1,0 +1,300 @@
+"""Unitary RNN cells: uRNN (Arjovsky et al. 2016), EURNN (Jing et al. 2017) and GORU
+(Jing et al. 2019).
+
+A complex hidden state ``h in C^n`` is carried as the real vector ``[Re h | Im h]`` of
+length ``2n`` (so the carry and the outputs have ``2 * features`` entries, which is what
+the papers' output layers read), and the complex column-form recurrent matrix ``W`` enters
+the step as the real row-form kernel ``K = complex_to_real_kernel(W)`` (``2n x 2n``,
+orthogonal). ``W`` is built from its structured factors once per ``prepare`` -- once per
+sequence in :class:`lvf_jax.layers.Recurrent` -- so each step is one dense product.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import linen as nn
+
+from lvf_jax import geometry
+from lvf_jax.cells import base
+
+Array = jnp.ndarray
+
+
+def _check_capacity(cls: str, capacity: Any) -> int:
+  if isinstance(capacity, bool) or not isinstance(capacity, (numbers.Integral, np.integer)) \
+      or int(capacity) < 1:
+    raise ValueError(
+        f"{cls}: argument 'capacity' (number of Givens-rotation layers) must be an int "
+        f">= 1; got {capacity!r}.")
+  return int(capacity)
+
+
+def _check_min_features(cls: str, features: Any, minimum: int) -> int:
+  n = base.check_features(cls, features)
+  if n < minimum:
+    raise ValueError(f"{cls}: argument 'features' must be >= {minimum}; got {n}.")
+  return n
+
+
+def _angle_init(key, shape, dtype=jnp.float32):
+  """``U(-pi, pi)`` (phases and rotation angles of uRNN / EUNN)."""
+  return jax.random.uniform(key, tuple(shape), dtype, -math.pi, math.pi)
+
+
+class EUNNParams(nn.Module):
+  """The angles of a tunable-space EUNN of ``features`` units and ``capacity`` layers.
+
+  Parameters ``theta_a`` ``(ceil(L/2), n // 2)`` and ``theta_b`` ``(floor(L/2), (n-1) // 2)``
+  (the latter only for ``L >= 2``); with ``complex_valued`` also the phases ``phi_a``,
+  ``phi_b`` (same shapes) and ``omega`` ``(n,)``; all ``U(-pi, pi)`` as the reference.
+  Calling it returns the column-form matrix of :func:`lvf_jax.geometry.eunn_matrix`.
+  """
+
+  features: int
+  capacity: int
+  complex_valued: bool
+  param_dtype: base.Dtype = jnp.float32
+
+  @nn.compact
+  def __call__(self) -> Array:
+    n, pd = self.features, self.param_dtype
+    la, lb = (self.capacity + 1) // 2, self.capacity // 2
+
+    def params(prefix):
+      a = self.param(f"{prefix}_a", _angle_init, (la, n // 2), pd)
+      b = (self.param(f"{prefix}_b", _angle_init, (lb, (n - 1) // 2), pd) if lb
+           else jnp.zeros((0, (n - 1) // 2), pd))
+      return a, b
+
+    theta_a, theta_b = params("theta")
+    if not self.complex_valued:
+      return geometry.eunn_matrix(theta_a, theta_b)
+    phi_a, phi_b = params("phi")
+    omega = self.param("omega", _angle_init, (n,), pd)
+    return geometry.eunn_matrix(theta_a, theta_b, phi_a, phi_b, omega)
+
+
+class _UnitaryKernelCell(base.KernelCell):
+  """``h' = modReLU(h @ K + u, b)`` with a complex (or real) column-form matrix ``W``.
+
+  With a complex state the carry is ``[Re h | Im h]`` (``2n``) and the activation is the
+  complex modReLU :func:`lvf_jax.geometry.activations.modrelu_split`; with a real state this
+  is exactly a :class:`~lvf_jax.cells.base.KernelCell` (and runs in the fused scan).
+  """
+
+  @property
+  def state_is_complex(self) -> bool:
+    return True
+
+  @property
+  def state_size(self) -> int:
+    """Length of the carry (and of each output): ``2n`` for a complex state, else ``n``."""
+    return 2 * self.features if self.state_is_complex else self.features
+
+  def _check_activation(self, name: str) -> None:
+    allowed = ("modrelu",) if self.state_is_complex else base.ACTIVATIONS
+    base.check_choice(name, "activation", self.activation, allowed)
+
+  def prepare(self, dtype: Optional[base.Dtype] = None) -> dict[str, Array]:
+    """``{'kernel': K, 'bias': b}``; ``K`` is the ``2n x 2n`` real embedding of ``W``."""
+    self.regularize()
+    w = self.recurrent_matrix()
+    kernel = geometry.complex_to_real_kernel(w) if self.state_is_complex else w.T
+    return base.cast_tree({"kernel": kernel, "bias": self.bias}, self._prep_dtype(dtype))
+
+  @nn.nowrap
+  def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
+    """``h' = modReLU(h @ K + u, b)`` (complex modReLU on ``[Re | Im]``) (pure)."""
+    if not self.state_is_complex:
+      return super().step(prep, carry, u)
+    if carry.shape[-1] != self.state_size:
+      raise ValueError(
+          f"{type(self).__name__}: the carry must have 2 * features = {self.state_size} "
+          f"entries [Re h | Im h] (see initialize_carry); got shape {carry.shape}.")
+    h = geometry.modrelu_split(carry @ prep["kernel"] + u, prep["bias"])
+    return h, h
+
+  @nn.nowrap
+  def initialize_carry(self, rng: Any, input_shape: tuple[int, ...]) -> Array:
+    """Zero carry of shape ``input_shape[:-1] + (state_size,)``."""
+    return self.carry_init(rng, tuple(input_shape[:-1]) + (self.state_size,),
+                           self._prep_dtype(None))
+
+
+class URNNCell(_UnitaryKernelCell):
+  r"""uRNN cell (Arjovsky, Shah & Bengio 2016, Sec. 4), complex hidden state.
+
+  ``h_t = modReLU(W h_{t-1} + V x_t, b)`` with ``h in C^n`` and the unitary
+  ``W = D_3 R_2 F^{-1} D_2 Pi R_1 F D_1`` of :func:`lvf_jax.geometry.urnn_matrix`
+  (``7n`` recurrent parameters). The carry and the output are ``[Re h | Im h]``
+  (``2 * features`` entries); ``V = V_re + i V_im`` is the input projection to ``2n``
+  features ``[x V_re | x V_im]`` (Glorot-uniform, the reference's
+  ``U(+-sqrt(6 / (m + 2n)))``), ``b`` is the real modReLU bias (``U(+-0.01)``).
+
+  Parameters: ``theta`` ``(3, n)`` (the phases of ``D_1, D_2, D_3``, ``U(-pi, pi)``),
+  ``reflection`` ``(2, 2, n)`` (``[k, re/im, :]`` of ``v_1, v_2``, ``U(-1, 1)``), ``bias``,
+  ``input/kernel``. The permutation ``Pi`` is fixed by ``permutation_seed`` (NumPy
+  ``RandomState(seed).permutation(n)``), part of the model definition, not a parameter.
+
+  Attributes:
+    features: complex hidden size ``n``.
+    permutation_seed: seed of the fixed permutation ``Pi``.
+    activation: ``'modrelu'`` (the only choice for a complex state).
+    kernel_init, bias_init: input kernel and modReLU bias initialisers.
+    reflection_init: initialiser of the reflection vectors (default ``U(-1, 1)``).
+  """
+
+  permutation_seed: int = 0
+  activation: str = "modrelu"
+  kernel_init: base.Initializer = nn.initializers.glorot_uniform()
+  bias_init: Optional[base.Initializer] = None
+  reflection_init: base.Initializer = base.symmetric_uniform(1.0)
+
+  def setup(self):
+    name = type(self).__name__
+    n = base.check_features(name, self.features)
+    self._check_activation(name)
+    pd = self.param_dtype
+    self.theta = self.param("theta", _angle_init, (3, n), pd)
+    self.reflection = self.param("reflection", self.reflection_init, (2, 2, n), pd)
+    self.bias = self.param("bias", self.bias_init or base.activation_bias_init("modrelu"),
+                           (n,), pd)
+    self.input = base.InputProjection(2 * n, use_bias=False, kernel_init=self.kernel_init,
+                                      param_dtype=pd, owner=name)
+
+  def permutation(self) -> np.ndarray:
+    """The fixed permutation ``Pi`` as an index array."""
+    return np.random.RandomState(self.permutation_seed).permutation(self.features)
+
+  def recurrent_matrix(self) -> Array:
+    """The complex column-form ``W``."""
+    v = jax.lax.complex(self.reflection[:, 0], self.reflection[:, 1])
+    return geometry.urnn_matrix(self.theta[0], self.theta[1], self.theta[2], v[0], v[1],
+                                self.permutation())
+
+
+class EURNNCell(_UnitaryKernelCell):
+  r"""EURNN cell: tunable-space efficient unitary RNN (Jing et al. 2017, Sec. 4).
+
+  ``h_t = modReLU(W h_{t-1} + U x_t, b)`` with ``W = D_omega F_L ... F_1`` a product of
+  ``L = capacity`` layers of Givens rotations (:func:`lvf_jax.geometry.eunn_matrix`;
+  ``L = n`` spans the whole unitary group). ``complex_valued=True`` (default): complex
+  state carried as ``[Re h | Im h]`` (``2 * features`` entries), phases ``phi`` and
+  ``omega`` trained; ``False``: the real orthogonal variant (the reference code's
+  ``comp=False``), an ordinary ``sigma(h K + u + b)`` cell that runs in the fused scan.
+  Input kernel ``U(+-0.01)`` (to ``2n`` features ``[Re | Im]`` when complex), modReLU bias
+  zeros, as the reference.
+
+  Attributes:
+    features: hidden size ``n >= 2``.
+    capacity: number of rotation layers ``L >= 1`` (default 2, as the reference).
+    complex_valued: complex unitary (default) or real orthogonal.
+    activation: ``'modrelu'``; a real EURNN also accepts ``'tanh'``.
+    kernel_init, bias_init: input kernel and modReLU bias initialisers.
+  """
+
+  capacity: int = 2
+  complex_valued: bool = True
+  activation: str = "modrelu"
+  kernel_init: base.Initializer = base.symmetric_uniform(0.01)
+  bias_init: Optional[base.Initializer] = nn.initializers.zeros_init()
+
+  @property
+  def state_is_complex(self) -> bool:
+    return bool(self.complex_valued)
+
+  def setup(self):
+    name = type(self).__name__
+    n = _check_min_features(name, self.features, 2)
+    capacity = _check_capacity(name, self.capacity)
+    self._check_activation(name)
+    pd = self.param_dtype
+    self.eunn = EUNNParams(n, capacity, self.state_is_complex, pd, name="eunn")
+    self.bias = self.param("bias", self.bias_init or base.activation_bias_init(self.activation),
+                           (n,), pd)
+    self.input = base.InputProjection(self.state_size, use_bias=False,
+                                      kernel_init=self.kernel_init, param_dtype=pd, owner=name)
+
+  def recurrent_matrix(self) -> Array:
+    """Column-form ``W`` (complex unitary or real orthogonal)."""
+    return self.eunn()
+
+
+class GORUCell(base.StructuredCell):
+  r"""GORU cell: gated orthogonal recurrent unit (Jing et al. 2019), column form::
+
+      r  = sigmoid(W_r h + U_r x + b_r)
+      z  = sigmoid(W_z h + U_z x + b_z)
+      c  = modReLU(r * (U h) + U_c x, b_c)
+      h' = z * h + (1 - z) * c
+
+  ``U`` is a real orthogonal EUNN of ``capacity`` layers (the reference's GORU uses the
+  real EUNN); the reset gate multiplies ``U h`` *after* the product (unlike NC-GRU, where
+  it multiplies ``h`` before). Initialisation as the authors' code: input kernel and the
+  free gate kernels ``W_r, W_z`` ``U(+-0.01)``, reset bias ``b_r = 2``, modReLU bias
+  ``b_c = 0.01``; the update bias ``b_z`` starts at zero.
+
+  Row form: one product ``h @ [W_r^T | W_z^T | U^T]`` per step (``prep['kernel']``,
+  ``(n, 3n)``). Parameters: ``eunn/theta_a``, ``eunn/theta_b``, ``recurrent_r``,
+  ``recurrent_z`` (row form ``(n, n)``), ``bias_r``, ``bias_z``, ``bias_c`` and the input
+  projection ``input`` to ``3n`` features ``[r | z | c]``.
+
+  Attributes:
+    features: hidden size ``n >= 2``.
+    capacity: EUNN layers ``L >= 1`` (default 2).
+    kernel_init, recurrent_kernel_init, reset_bias_init, update_bias_init,
+    modrelu_bias_init: initialisers (defaults above).
+  """
+
+  capacity: int = 2
+  kernel_init: base.Initializer = base.symmetric_uniform(0.01)
+  recurrent_kernel_init: base.Initializer = base.symmetric_uniform(0.01)
+  reset_bias_init: base.Initializer = nn.initializers.constant(2.0)
+  update_bias_init: base.Initializer = nn.initializers.zeros_init()
+  modrelu_bias_init: base.Initializer = nn.initializers.constant(0.01)
+
+  def setup(self):
+    name = type(self).__name__
+    n = _check_min_features(name, self.features, 2)
+    capacity = _check_capacity(name, self.capacity)
+    pd = self.param_dtype
+    self.eunn = EUNNParams(n, capacity, False, pd, name="eunn")
+    self.recurrent_r = self.param("recurrent_r", self.recurrent_kernel_init, (n, n), pd)
+    self.recurrent_z = self.param("recurrent_z", self.recurrent_kernel_init, (n, n), pd)
+    self.bias_r = self.param("bias_r", self.reset_bias_init, (n,), pd)
+    self.bias_z = self.param("bias_z", self.update_bias_init, (n,), pd)
+    self.bias_c = self.param("bias_c", self.modrelu_bias_init, (n,), pd)
+    self.input = base.InputProjection(3 * n, use_bias=False, kernel_init=self.kernel_init,
+                                      param_dtype=pd, owner=name)
+
+  def orthogonal_matrix(self) -> Array:
+    """The column-form orthogonal ``U`` (real EUNN)."""
+    return self.eunn()
+
+  def prepare(self, dtype: Optional[base.Dtype] = None) -> dict[str, Array]:
+    """``{'kernel': [W_r^T | W_z^T | U^T] (n, 3n), 'bias_c': b_c}``."""
+    kernel = jnp.concatenate([self.recurrent_r, self.recurrent_z, self.orthogonal_matrix().T],
+                             axis=1)
+    return base.cast_tree({"kernel": kernel, "bias_c": self.bias_c}, self._prep_dtype(dtype))
+
+  def project_inputs(self, x: Array) -> Array:
+    """``[x U_r + b_r | x U_z + b_z | x U_c]`` (``3n`` features)."""
+    return base.add_gate_biases(self.input(x, self._compute_dtype(x)), self.bias_r,
+                                self.bias_z, None)
+
+  @nn.nowrap
+  def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
+    """One GORU step (pure), row form."""
+    n = carry.shape[-1]
+    g = carry @ prep["kernel"]
+    r = jax.nn.sigmoid(u[..., :n] + g[..., :n])
+    z = jax.nn.sigmoid(u[..., n:2 * n] + g[..., n:2 * n])
+    c = base.activate("modrelu", u[..., 2 * n:] + r * g[..., 2 * n:], prep["bias_c"])
+    h = z * carry + (1.0 - z) * c
+    return h, h

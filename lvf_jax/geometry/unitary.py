@@ -1,0 +1,187 @@
+"""Unitary matrices as products of structured factors (uRNN, EUNN), and the real embedding
+of complex hidden states.
+
+Both parametrisations build the paper's *column-form* matrix ``W`` (``h' = W h``) by
+applying their factors to the identity, ``O(n^2 log n)`` (uRNN) or ``O(L n^2)`` (EUNN of
+capacity ``L``) once per call -- a layer calls it once per sequence, so the recurrence is
+then one ``n x n`` product per step instead of ``L`` sparse factors.
+
+Complex hidden states are carried as real vectors ``[Re h | Im h]`` (length ``2n``);
+:func:`complex_to_real_kernel` turns a complex column-form ``W`` into the real row-form
+``2n x 2n`` kernel ``K`` with ``[Re h | Im h] @ K = [Re Wh | Im Wh]``, orthogonal when ``W``
+is unitary. No Flax in this module; every function is jit / vmap / grad safe.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lvf_jax.geometry import _checks
+
+Array = jnp.ndarray
+
+
+def complex_dtype(dtype) -> jnp.dtype:
+  """The complex dtype that pairs with the real ``dtype`` (``complex128`` for ``float64``,
+  else ``complex64``)."""
+  return jnp.dtype(jnp.complex128 if jnp.dtype(dtype) == jnp.float64 else jnp.complex64)
+
+
+def phase(theta: Array) -> Array:
+  """``exp(i theta)`` of a real array, as the matching complex dtype."""
+  theta = jnp.asarray(theta)
+  if jnp.dtype(theta.dtype).itemsize < 4:
+    theta = theta.astype(jnp.float32)
+  return jax.lax.complex(jnp.cos(theta), jnp.sin(theta))
+
+
+def reflect(v: Array, x: Array) -> Array:
+  """Complex Householder reflection ``R x = x - 2 v (v^H x) / ||v||^2`` of the columns of
+  ``x`` (``(n, m)``), ``v`` of shape ``(n,)`` (uRNN's ``R``). ``v = 0`` gives ``R = I``."""
+  norm2 = jnp.real(jnp.vdot(v, v))
+  scale = jnp.where(norm2 > 0, 2.0 / jnp.where(norm2 > 0, norm2, 1.0), 0.0)
+  coeff = jnp.conj(v) @ x  # (m,)
+  return x - scale.astype(x.dtype) * (v[:, None] * coeff[None, :])
+
+
+def urnn_matrix(theta1: Array, theta2: Array, theta3: Array, v1: Array, v2: Array,
+                permutation: np.ndarray) -> Array:
+  r"""uRNN recurrent matrix (Arjovsky, Shah & Bengio 2016, Sec. 4), column form::
+
+      W = D_3 R_2 F^{-1} D_2 \Pi R_1 F D_1
+
+  with ``D_k = diag(exp(i theta_k))``, ``R_k = I - 2 v_k v_k^H / ||v_k||^2`` (complex
+  Householder reflections), ``F`` the *unitary* DFT (``norm='ortho'``, so ``W`` is exactly
+  unitary) and ``\Pi`` the fixed permutation ``(\Pi x)_i = x_{permutation[i]}``.
+
+  Args:
+    theta1, theta2, theta3: real phases, shape ``(n,)``.
+    v1, v2: complex reflection vectors, shape ``(n,)``.
+    permutation: a permutation of ``range(n)`` (a NumPy constant, not traced).
+
+  Returns:
+    The complex ``(n, n)`` unitary matrix ``W``.
+  """
+  theta1 = jnp.asarray(theta1)
+  n = theta1.shape[-1]
+  perm = np.asarray(permutation)
+  if perm.shape != (n,) or not np.array_equal(np.sort(perm), np.arange(n)):
+    raise ValueError(
+        f"urnn_matrix: argument 'permutation' must be a permutation of range({n}); got "
+        f"{perm!r}.")
+  x = jnp.diag(phase(theta1))                               # D_1
+  x = jnp.fft.fft(x, axis=0, norm="ortho")                  # F
+  x = reflect(v1.astype(x.dtype), x)                        # R_1
+  x = x[perm]                                               # Pi
+  x = phase(theta2)[:, None] * x                            # D_2
+  x = jnp.fft.ifft(x, axis=0, norm="ortho")                 # F^-1
+  x = reflect(v2.astype(x.dtype), x)                        # R_2
+  return phase(theta3)[:, None] * x                         # D_3
+
+
+def givens_pairs(n: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
+  """Coordinates ``(i, i + 1)``, ``i = offset, offset + 2, ...`` rotated by one EUNN layer
+  (``offset`` 0: pairs ``(0, 1), (2, 3), ...``; 1: ``(1, 2), (3, 4), ...``)."""
+  first = np.arange(offset, n - 1, 2)
+  return first, first + 1
+
+
+def eunn_layer(x: Array, theta: Array, phi: Optional[Array], offset: int) -> Array:
+  r"""One EUNN layer of Givens rotations applied to the columns of ``x`` (``(n, m)``).
+
+  Each pair ``(i, j = i + 1)`` of :func:`givens_pairs` is rotated by (Jing et al. 2017,
+  Sec. 4, as the authors' code builds it from its ``diag`` / ``off`` vectors)::
+
+      [x_i']   [cos t   -e^{i phi} sin t] [x_i]
+      [x_j'] = [sin t    e^{i phi} cos t] [x_j]
+
+  and with ``phi=None`` by the real rotation ``[[cos t, -sin t], [sin t, cos t]]``.
+  Coordinates in no pair are left unchanged.
+  """
+  i, j = givens_pairs(x.shape[0], offset)
+  if theta.shape != i.shape:
+    raise ValueError(
+        f"eunn_layer: argument 'theta' must have shape {i.shape} (the pairs of a layer of "
+        f"size {x.shape[0]} with offset {offset}); got {theta.shape}.")
+  c = jnp.cos(theta)[:, None].astype(x.dtype)
+  s = jnp.sin(theta)[:, None].astype(x.dtype)
+  xi, xj = x[i], x[j]
+  if phi is None:
+    new_i, new_j = c * xi - s * xj, s * xi + c * xj
+  else:
+    e = phase(phi)[:, None].astype(x.dtype)
+    new_i, new_j = c * xi - e * s * xj, s * xi + e * c * xj
+  return x.at[i].set(new_i).at[j].set(new_j)
+
+
+def eunn_matrix(theta_a: Array, theta_b: Array, phi_a: Optional[Array] = None,
+                phi_b: Optional[Array] = None, omega: Optional[Array] = None) -> Array:
+  r"""Tunable-space EUNN matrix (Jing et al. 2017, Sec. 4), column form::
+
+      W = D_omega F_L ... F_2 F_1
+
+  with layers alternating ``A`` (pairs from 0) and ``B`` (pairs from 1): ``F_1 = A_1``,
+  ``F_2 = B_1``, ``F_3 = A_2``, ... (capacity ``L = L_a + L_b``, ``L_a - L_b`` in
+  ``{0, 1}``), each a product of Givens rotations (:func:`eunn_layer`), and
+  ``D_omega = diag(exp(i omega))``. Without phases the result is real orthogonal.
+
+  Args:
+    theta_a: ``(L_a, n // 2)`` rotation angles of the ``A`` layers.
+    theta_b: ``(L_b, (n - 1) // 2)`` rotation angles of the ``B`` layers.
+    phi_a, phi_b: phases of the same shapes (both or neither: complex EUNN).
+    omega: ``(n,)`` final diagonal phases (complex EUNN only; optional).
+
+  Returns:
+    ``W`` of shape ``(n, n)``: complex unitary if phases are given, else real orthogonal.
+  """
+  theta_a, theta_b = jnp.asarray(theta_a), jnp.asarray(theta_b)
+  if theta_a.ndim != 2 or theta_b.ndim != 2:
+    raise ValueError(
+        f"eunn_matrix: arguments 'theta_a' and 'theta_b' must be 2-D (layers, pairs); got "
+        f"shapes {theta_a.shape} and {theta_b.shape}.")
+  n = theta_a.shape[1] + theta_b.shape[1] + 1
+  la, lb = theta_a.shape[0], theta_b.shape[0]
+  if theta_a.shape[1] != n // 2 or la - lb not in (0, 1):
+    raise ValueError(
+        f"eunn_matrix: shapes of 'theta_a' {theta_a.shape} and 'theta_b' {theta_b.shape} do "
+        f"not describe alternating layers: need (L_a, n // 2) and (L_b, (n - 1) // 2) with "
+        f"L_a - L_b in {{0, 1}}.")
+  complex_valued = phi_a is not None
+  if complex_valued != (phi_b is not None):
+    raise ValueError("eunn_matrix: give both 'phi_a' and 'phi_b' (complex EUNN) or neither.")
+  if omega is not None and not complex_valued:
+    raise ValueError("eunn_matrix: argument 'omega' requires the phases 'phi_a', 'phi_b'.")
+  real = _checks.check_floating("eunn_matrix", "theta_a", theta_a.dtype)
+  dtype = complex_dtype(real) if complex_valued else real
+  x = jnp.eye(n, dtype=dtype)
+
+  def pair(x, params):
+    ta, tb, pa, pb = params
+    x = eunn_layer(x, ta, pa, 0)
+    return eunn_layer(x, tb, pb, 1), None
+
+  phases = (phi_a[:lb], phi_b) if complex_valued else (None, None)
+  if lb:
+    x, _ = jax.lax.scan(pair, x, (theta_a[:lb], theta_b) + phases)
+  if la > lb:
+    x = eunn_layer(x, theta_a[lb], phi_a[lb] if complex_valued else None, 0)
+  if omega is not None:
+    x = phase(omega)[:, None].astype(dtype) * x
+  return x
+
+
+def complex_to_real_kernel(w: Array) -> Array:
+  r"""Real row-form kernel of a complex column-form matrix ``W = A + i B``::
+
+      K = [[A^T,  B^T],
+           [-B^T, A^T]],   [Re h | Im h] @ K = [Re (W h) | Im (W h)].
+
+  ``K`` is orthogonal iff ``W`` is unitary. Returns a real ``(2n, 2n)`` array.
+  """
+  a, b = jnp.real(w).T, jnp.imag(w).T
+  return jnp.concatenate([jnp.concatenate([a, b], axis=1),
+                          jnp.concatenate([-b, a], axis=1)], axis=0)
