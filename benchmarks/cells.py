@@ -14,7 +14,10 @@ next to the floor: a plain tanh RNN (:class:`lvf_jax.cells.TanhRNNCell`) in the 
 ``--repeats`` iterations. Within a setting the repetitions are interleaved (each repetition
 times every entry once, in turn), so that all entries see the same machine load; the
 ``rnn_orth`` row (the same computation as the floor with another initialisation) shows the
-remaining noise of the ratios.
+remaining noise of the ratios. A cell whose carry is wider than ``n`` (a complex state
+``[Re h | Im h]``: uRNN, complex EURNN, ``2n`` entries and a ``2n x 2n`` recurrent kernel)
+adds the row ``rnn at n = 2n (state width)``: the tanh floor at the cell's own state width,
+timed in the same interleaved set, to divide by.
 
 Two columns explain what a ratio to the floor can be (``--explain``):
 
@@ -194,6 +197,11 @@ def main(argv=None) -> int:
             prep = prepare_step(build(name, n), args.input_size)
             if prep is not None:
               entries[(name, "prepare")] = prep
+        wide = sorted({w for w in (getattr(build(c, n), "state_size", n) for c in names)
+                       if w != n})
+        for w in wide:  # the floor at a complex cell's state width [Re h | Im h]
+          entries[(f"{FLOOR} at n = {w} (state width)", "layer")] = training_step(
+              layers.Recurrent(build(FLOOR, w), fused=args.fused), x)
         if args.explain:
           for k in (1, 3, 4):
             entries[(f"products x {k}", "layer")] = product_floor(n, steps, batch, k)
@@ -201,6 +209,7 @@ def main(argv=None) -> int:
                time_interleaved(entries, args.repeats, args.warmup + 1).items()}
         floor = res[(FLOOR, "layer")][0]
         labels = [nm for nm in names if nm != FLOOR or FLOOR in args.cells]
+        labels += [f"{FLOOR} at n = {w} (state width)" for w in wide]
         if args.explain:
           labels += [f"products x {k}" for k in (1, 3, 4)]
         for name in labels:

@@ -31,6 +31,16 @@ def test_cells_benchmark_writes_every_requested_row(tmp_path):
     assert all(c not in ("", "-") for c in cols[4:]), cols
 
 
+def test_cells_benchmark_adds_the_state_width_floor_for_complex_cells(tmp_path):
+  out = tmp_path / "cells.md"
+  assert cells_bench.main(["--cells", "urnn", "goru", "--n", "4", "--T", "3", "--batch", "2",
+                           "--repeats", "1", "--warmup", "0", "--paths", "layer",
+                           "--out", str(out)]) == 0
+  rows = [r for r in out.read_text().splitlines() if r.startswith("| ") and "---" not in r][1:]
+  assert [r.split("|")[1].strip() for r in rows] == ["urnn", "goru",
+                                                     "rnn at n = 8 (state width)"]
+
+
 def test_cells_interleaved_timing_of_prepare_and_product_floor():
   from flax import linen as nn
 

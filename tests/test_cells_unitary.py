@@ -304,16 +304,17 @@ def test_complex_cells_mask_and_final_carry():
     assert np.all(np.asarray(ys[b, int(lengths[b]):]) == 0)
 
 
-def test_fused_path_covers_urnn_and_eurnn_not_goru():
+def test_fused_path_covers_every_unitary_cell():
   from lvf_jax.layers import fused
-  for cell in (cells.EURNNCell(4, complex_valued=False), cells.EURNNCell(4), cells.URNNCell(4)):
+  for cell in (cells.EURNNCell(4, complex_valued=False), cells.EURNNCell(4), cells.URNNCell(4),
+               cells.GORUCell(4)):
     assert fused.fused_scan_for_cell(cell) is not None
-  assert fused.fused_scan_for_cell(cells.GORUCell(4)) is None
 
 
 @pytest.mark.parametrize("cell", [cells.URNNCell(5), cells.EURNNCell(6, capacity=3),
-                                  cells.EURNNCell(6, complex_valued=False, capacity=3)],
-                         ids=["urnn", "eurnn", "eurnn_real"])
+                                  cells.EURNNCell(6, complex_valued=False, capacity=3),
+                                  cells.GORUCell(5, capacity=3)],
+                         ids=["urnn", "eurnn", "eurnn_real", "goru"])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_fused_layer_equals_plain_scan_with_masks(cell, reverse):
   x = jax.random.normal(jax.random.key(0), (3, 7, M))
@@ -321,11 +322,12 @@ def test_fused_layer_equals_plain_scan_with_masks(cell, reverse):
   plain = layers.Recurrent(cell, return_carry=True, reverse=reverse)
   fast = layers.Recurrent(cell, return_carry=True, reverse=reverse, fused=True)
   params = plain.init(jax.random.key(1), x)
-  # biases of both signs: some units inactive (modReLU output 0) at some steps
-  b = params["params"]["cell"]["bias"]
-  params["params"]["cell"]["bias"] = 0.8 * jax.random.uniform(jax.random.key(3), b.shape,
-                                                              minval=-1.0, maxval=0.5)
-  w = jax.random.normal(jax.random.key(2), (3, 7, cell.state_size))
+  # modReLU biases of both signs: some units inactive (output 0) at some steps
+  name = "bias_c" if isinstance(cell, cells.GORUCell) else "bias"
+  b = params["params"]["cell"][name]
+  params["params"]["cell"][name] = 0.8 * jax.random.uniform(jax.random.key(3), b.shape,
+                                                            minval=-1.0, maxval=0.5)
+  w = jax.random.normal(jax.random.key(2), (3, 7, getattr(cell, "state_size", cell.features)))
 
   def loss(m, p, xx):
     c, y = m.apply(p, xx, seq_lengths=lengths)
@@ -336,7 +338,7 @@ def test_fused_layer_equals_plain_scan_with_masks(cell, reverse):
   g_plain = jax.jit(jax.grad(lambda p, xx: loss(plain, p, xx), (0, 1)))(params, x)
   jax.tree_util.tree_map(lambda a, c: np.testing.assert_allclose(a, c, rtol=2e-4, atol=2e-6),
                          g_fast, g_plain)
-  assert np.any(np.asarray(g_fast[0]["params"]["cell"]["bias"]) != 0)
+  assert np.any(np.asarray(g_fast[0]["params"]["cell"][name]) != 0)
 
 
 def test_rnn_scan_modrelu_split_gradient_x64(x64):
@@ -399,3 +401,15 @@ def test_wrong_carry_width_names_the_cell():
   cell = cells.URNNCell(4)
   with pytest.raises(ValueError, match=r"URNNCell: the carry must have 2 \* features = 8"):
     cell.init(jax.random.key(0), jnp.zeros((2, 4)), jnp.zeros((2, M)))
+
+
+def test_gru_scan_candidate_arguments_are_checked():
+  from lvf_jax.layers import fused_gated
+  k, u, h0 = jnp.zeros((4, 12)), jnp.zeros((3, 2, 12)), jnp.zeros((2, 4))
+  with pytest.raises(ValueError, match=r"gru_scan: argument 'candidate' must be one of \['tanh', 'modrelu'\]"):
+    fused_gated.gru_scan(k, jnp.zeros((12,)), u, h0, candidate="relu")
+  with pytest.raises(ValueError, match="gru_scan: argument 'candidate_bias' must have shape"):
+    fused_gated.gru_scan(k, jnp.zeros((12,)), u, h0, candidate_bias=jnp.zeros((4,)))
+  with pytest.raises(ValueError, match="gru_scan: argument 'candidate_bias' must have shape"):
+    fused_gated.gru_scan(k, jnp.zeros((12,)), u, h0, candidate="modrelu",
+                         candidate_bias=jnp.zeros((5,)))

@@ -34,10 +34,11 @@ def modrelu_split(z: Array, b: Array) -> Array:
     raise ValueError(
         f"modrelu_split: the last axis of 'z' must have even length [Re | Im]; got shape "
         f"{z.shape}.")
-  re, im = z[..., :n], z[..., n:]
-  b = jnp.broadcast_to(jnp.asarray(b).astype(z.dtype), re.shape)
-  mag2 = re * re + im * im
+  # (..., 2, n) view: a reshape, where slicing the halves and concatenating them copies
+  z2 = z.reshape(z.shape[:-1] + (2, n))
+  mag2 = jnp.sum(z2 * z2, axis=-2)
+  b = jnp.broadcast_to(jnp.asarray(b).astype(z.dtype), mag2.shape)
   nonzero = mag2 > 0
   mag = jnp.sqrt(jnp.where(nonzero, mag2, jnp.ones_like(mag2)))
   scale = jnp.where(nonzero, jnp.maximum(mag + b, 0) / mag, jnp.zeros_like(mag))
-  return jnp.concatenate([re * scale, im * scale], axis=-1)
+  return (z2 * jnp.expand_dims(scale, -2)).reshape(z.shape)

@@ -27,7 +27,9 @@ Covered recurrences (row-vector convention ``h_t = sigma(h_{t-1} K + u_t + b)``)
   ``NNRNNCell`` (nnRNN eq 4), ``LVFRNNCell`` (lvfRNN eq 5 / 16: ``K = C_V^T``).
   The derivative ``sigma'`` is a function of the *output* ``h_t`` for all four
   activations (``1 - h^2``; ``[h != 0]``; ``1``; ``[h > 0]``), so nothing besides the
-  outputs is stored and nothing is recomputed.
+  outputs is stored and nothing is recomputed. ``'modrelu_split'`` is the complex modReLU
+  of a state carried as ``[Re h | Im h]`` (``URNNCell``, complex ``EURNNCell``; bias
+  ``(n / 2,)``): its ``2 x 2`` Jacobian per unit is a function of the output too.
 * :func:`euler_scan` -- ``h_t = h_{t-1} + eps tanh(h_{t-1} K + u_t)`` (AntisymmetricRNN,
   Chang et al. 2019, eq 12, with ``K = (W - W^T - gamma I)^T``).
 * :func:`gated_euler_scan` -- ``h_t = h_{t-1} + eps sigmoid(a_t + u^z_t) * tanh(a_t +
@@ -255,17 +257,17 @@ def _modrelu_split_vjp(h: Array, g: Array, b: Array) -> tuple[Array, Array]:
   ``dh / db = u``; where ``h = 0`` both are zero.
   """
   n = h.shape[-1] // 2
-  hr, hi, gr, gi = h[:, :n], h[:, n:], g[:, :n], g[:, n:]
-  mag2 = hr * hr + hi * hi
+  h2, g2 = h.reshape((-1, 2, n)), g.reshape((-1, 2, n))  # [Re | Im] views, no copies
+  mag2 = jnp.sum(h2 * h2, axis=1)
   active = mag2 > 0
   mag = jnp.sqrt(jnp.where(active, mag2, jnp.ones_like(mag2)))
   bb = jnp.broadcast_to(b[None, :], mag.shape)
   inv_r = jnp.where(active, 1.0 / jnp.where(active, mag - bb, jnp.ones_like(mag)),
                     jnp.zeros_like(mag))
-  proj = hr * gr + hi * gi
+  proj = jnp.sum(h2 * g2, axis=1)
   coef_g = mag * inv_r
   coef_h = bb * proj * inv_r / (mag * mag)
-  dz = jnp.concatenate([coef_g * gr - coef_h * hr, coef_g * gi - coef_h * hi], axis=1)
+  dz = (coef_g[:, None, :] * g2 - coef_h[:, None, :] * h2).reshape(h.shape)
   db = jnp.sum(jnp.where(active, proj / mag, jnp.zeros_like(mag)), axis=0)
   return dz, db
 
@@ -716,8 +718,10 @@ def fused_scan_for_cell(cell: Any):
   ``NCGRUCell``                                :func:`lvf_jax.layers.fused_gated.ncgru_scan`
                                               ``(prep['kernel_ru'], prep['kernel_c'],
                                               prep['bias_c'], u, carry)``
-  LSTM / GRU with other gate functions,       ``None`` (use ``scan_steps``)
-  ``GORUCell``
+  ``GORUCell``                                 ``gru_scan(prep['kernel'], 0, u, carry,
+                                              candidate='modrelu', candidate_bias=
+                                              prep['bias_c'])``
+  LSTM / GRU with other gate functions        ``None`` (use ``scan_steps``)
   ==========================================  ==========================================
 
   Args:
@@ -759,6 +763,13 @@ def fused_scan_for_cell(cell: Any):
     def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
       return fn(prep["kernel"], prep["bias"], u, carry, reverse=reverse, unroll=unroll,
                 mask=mask)
+    return scan
+  if isinstance(cell, cells.GORUCell):  # a GRU with a modReLU candidate, no hidden biases
+    def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
+      kernel = prep["kernel"]
+      return _fused_gated().gru_scan(
+          kernel, jnp.zeros(kernel.shape[-1:], kernel.dtype), u, carry, reverse=reverse,
+          unroll=unroll, mask=mask, candidate="modrelu", candidate_bias=prep["bias_c"])
     return scan
   if isinstance(cell, cells.NCGRUCell):
     def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):

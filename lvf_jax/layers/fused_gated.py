@@ -20,7 +20,8 @@ biases, ``u_t`` the projected input with the input biases):
   Residuals: the four gates and the cell states, ``5 T B n`` floats besides the outputs.
 * :func:`gru_scan` -- ``a = h K + b``, ``r = sigmoid(u^r_t + a_r)``, ``z = sigmoid(u^z_t +
   a_z)``, ``m = tanh(u^m_t + r a_m)``, ``h' = (1 - z) m + z h``. Residuals: ``r, z, m, a_m``,
-  ``4 T B n`` floats.
+  ``4 T B n`` floats. With ``candidate='modrelu'`` the candidate is ``modReLU(u^m_t +
+  r a_m, b_c)``: the GORU (Jing et al. 2019), whose reset gate also acts after the product.
 * :func:`ncgru_scan` -- :class:`lvf_jax.cells.NCGRUCell` (NC-GRU eq 19): the reset gate
   acts *before* the candidate's product, so two sequential products per step; residuals
   ``r, z, c``.
@@ -151,13 +152,16 @@ def lstm_scan(kernel: Array, bias: Array, u: Array, carry: tuple[Array, Array], 
 # -------------------------------------------------------------------------- GRU
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6))
-def _gru_core(kernel, bias, u, h0, mask, reverse, unroll):
-  hs, _ = _gru_forward(kernel, bias, u, h0, mask, reverse, unroll)
+CANDIDATES = ("tanh", "modrelu")
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7, 8))
+def _gru_core(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll):
+  hs, _ = _gru_forward(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll)
   return _last_carry(h0, hs, reverse), hs
 
 
-def _gru_forward(kernel, bias, u, h0, mask, reverse, unroll):
+def _gru_forward(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll):
   def body(h, xs):
     u_t, m_t = xs
     a = jnp.dot(h, kernel) + bias[None, :]
@@ -165,7 +169,7 @@ def _gru_forward(kernel, bias, u, h0, mask, reverse, unroll):
     u_r, u_z, u_m = jnp.split(u_t, 3, axis=-1)
     r = jax.nn.sigmoid(u_r + a_r)
     z = jax.nn.sigmoid(u_z + a_z)
-    m = jnp.tanh(u_m + r * a_m)
+    m = _act_fwd(candidate, u_m + r * a_m, cbias)  # tanh (GRU) | modReLU (GORU)
     h_new = _masked(m_t, (1.0 - z) * m + z * h, h)
     return h_new, (h_new, jnp.concatenate([r, z, m, a_m], axis=-1))
 
@@ -173,23 +177,30 @@ def _gru_forward(kernel, bias, u, h0, mask, reverse, unroll):
   return hs, acts
 
 
-def _gru_fwd(kernel, bias, u, h0, mask, reverse, unroll):
-  hs, acts = _gru_forward(kernel, bias, u, h0, mask, reverse, unroll)
-  return (_last_carry(h0, hs, reverse), hs), (kernel, h0, mask, hs, acts)
+def _gru_fwd(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll):
+  hs, acts = _gru_forward(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll)
+  return (_last_carry(h0, hs, reverse), hs), (kernel, cbias, h0, mask, hs, acts)
 
 
-def _gru_bwd(reverse, unroll, res, cts):
-  kernel, h0, mask, hs, acts = res
+def _gru_bwd(candidate, reverse, unroll, res, cts):
+  kernel, cbias, h0, mask, hs, acts = res
+  has_cbias = cbias is not None
   dh_last, dhs = cts
   kernel_t = kernel.T
   h_prev = _prev_states(h0, hs, reverse)
 
-  def body(dh, xs):
+  def body(carry, xs):
+    dh, dcb = carry
     acts_t, hp_t, dy_t, m_t = xs
     r, z, m, a_m = jnp.split(acts_t, 4, axis=-1)
     g = dh + dy_t
     gv = _valid_cotangent(m_t, g)
-    d_pre_m = gv * (1.0 - z) * (1.0 - m * m)
+    d_pre_m = gv * (1.0 - z)
+    d_act = _act_grad_from_output(candidate, m, has_cbias)
+    if d_act is not None:
+      d_pre_m = d_pre_m * d_act
+    if candidate == "modrelu" and has_cbias:  # modReLU's bias: sum d_pre * sign(m)
+      dcb = dcb + jnp.sum(d_pre_m * jnp.sign(m), axis=0)
     d_pre_r = d_pre_m * a_m * r * (1.0 - r)
     d_pre_z = gv * (hp_t - m) * z * (1.0 - z)
     du = jnp.concatenate([d_pre_r, d_pre_z, d_pre_m], axis=-1)
@@ -197,13 +208,14 @@ def _gru_bwd(reverse, unroll, res, cts):
     dh_prev = gv * z + jnp.dot(da, kernel_t)
     if m_t is not None:
       dh_prev = dh_prev + _padded_carry_cotangent(m_t, g)
-    return dh_prev, (du, da)
+    return (dh_prev, dcb), (du, da)
 
-  dh0, (du, da) = jax.lax.scan(body, dh_last, (acts, h_prev, dhs, mask), reverse=not reverse,
-                               unroll=unroll)
+  dcb0 = jnp.zeros_like(cbias) if has_cbias else None
+  (dh0, d_cbias), (du, da) = jax.lax.scan(body, (dh_last, dcb0), (acts, h_prev, dhs, mask),
+                                          reverse=not reverse, unroll=unroll)
   d_kernel = _big_matmul_tn(h_prev, da)
   d_bias = jnp.sum(da, axis=(0, 1))
-  return d_kernel, d_bias, du, dh0, None
+  return d_kernel, d_bias, d_cbias, du, dh0, None
 
 
 _gru_core.defvjp(_gru_fwd, _gru_bwd)
@@ -211,7 +223,8 @@ _gru_core.defvjp(_gru_fwd, _gru_bwd)
 
 def gru_scan(kernel: Array, bias: Array, u: Array, h0: Array, *, reverse: bool = False,
              unroll: int = 1, mask: Optional[Array] = None,
-             seq_lengths: Optional[Array] = None):
+             seq_lengths: Optional[Array] = None, candidate: str = "tanh",
+             candidate_bias: Optional[Array] = None):
   """The GRU recurrence over time with the fused backward pass (module docstring).
 
   Args:
@@ -220,15 +233,31 @@ def gru_scan(kernel: Array, bias: Array, u: Array, h0: Array, *, reverse: bool =
     u: projected inputs (input biases included), time-major ``(T, *batch, 3n)``.
     h0: initial carry ``(*batch, n)``.
     reverse, unroll, mask, seq_lengths: as :func:`lvf_jax.layers.fused.rnn_scan`.
+    candidate: the candidate's activation, ``'tanh'`` (GRU) or ``'modrelu'``
+      (``m = modReLU(u^m_t + r a_m, b_c)``: the GORU, :class:`lvf_jax.cells.GORUCell`,
+      with ``K_m`` its orthogonal kernel and zero hidden biases).
+    candidate_bias: modReLU's ``b_c`` ``(n,)`` (``'modrelu'`` only; without it the
+      candidate is the identity).
 
   Returns:
     ``(h_final, hs)`` with ``hs`` time-major ``(T, *batch, n)``.
   """
   fn = "gru_scan"
   unroll = _check_unroll(fn, unroll)
+  if candidate not in CANDIDATES:
+    raise ValueError(f"{fn}: argument 'candidate' must be one of {list(CANDIDATES)}; got "
+                     f"{candidate!r}.")
   kernel, u2, h02, bias, mask2, batch_shape = _prepare(fn, kernel, u, h0, bias, mask,
                                                        seq_lengths, 3, kernels=3)
-  h_last, hs = _gru_core(kernel, bias, u2, h02, mask2, bool(reverse), unroll)
+  cbias = None
+  if candidate_bias is not None:
+    cbias = jnp.asarray(candidate_bias)
+    if candidate != "modrelu" or cbias.shape != h02.shape[-1:]:
+      raise ValueError(
+          f"{fn}: argument 'candidate_bias' must have shape ({h02.shape[-1]},) and needs "
+          f"candidate='modrelu'; got shape {cbias.shape} with candidate={candidate!r}.")
+    cbias = cbias.astype(u2.dtype)
+  h_last, hs = _gru_core(kernel, bias, cbias, u2, h02, mask2, candidate, bool(reverse), unroll)
   return _finish(h_last, hs, mask2, batch_shape)
 
 
