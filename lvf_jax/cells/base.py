@@ -59,6 +59,14 @@ def check_features(cls: str, features: Any) -> int:
   return int(features)
 
 
+def check_min_features(cls: str, features: Any, minimum: int) -> int:
+  """``features`` as a positive int that is at least ``minimum`` (``ValueError`` otherwise)."""
+  n = check_features(cls, features)
+  if n < minimum:
+    raise ValueError(f"{cls}: argument 'features' must be >= {minimum}; got {n}.")
+  return n
+
+
 def check_choice(cls: str, name: str, value: Any, allowed: tuple[str, ...]) -> str:
   if not isinstance(value, str) or value not in allowed:
     raise ValueError(

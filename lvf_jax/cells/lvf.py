@@ -62,9 +62,7 @@ class LVFRNNCell(base.KernelCell):
 
   def setup(self):
     name = type(self).__name__
-    n = base.check_features(name, self.features)
-    if n < 2:
-      raise ValueError(f"{name}: argument 'features' must be >= 2; got {n}.")
+    n = base.check_min_features(name, self.features, 2)
     base.check_choice(name, "integrator", self.integrator, tuple(geometry.INTEGRATORS))
     base.check_positive_number(name, "tau", self.tau)
     base.check_choice(name, "activation", self.activation, base.ACTIVATIONS)

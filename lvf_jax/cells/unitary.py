@@ -35,13 +35,6 @@ def _check_capacity(cls: str, capacity: Any) -> int:
   return int(capacity)
 
 
-def _check_min_features(cls: str, features: Any, minimum: int) -> int:
-  n = base.check_features(cls, features)
-  if n < minimum:
-    raise ValueError(f"{cls}: argument 'features' must be >= {minimum}; got {n}.")
-  return n
-
-
 def _angle_init(key, shape, dtype=jnp.float32):
   """``U(-pi, pi)`` (phases and rotation angles of uRNN / EUNN)."""
   return jax.random.uniform(key, tuple(shape), dtype, -math.pi, math.pi)
@@ -211,7 +204,7 @@ class EURNNCell(_UnitaryKernelCell):
 
   def setup(self):
     name = type(self).__name__
-    n = _check_min_features(name, self.features, 2)
+    n = base.check_min_features(name, self.features, 2)
     capacity = _check_capacity(name, self.capacity)
     self._check_activation(name)
     pd = self.param_dtype
@@ -261,7 +254,7 @@ class GORUCell(base.StructuredCell):
 
   def setup(self):
     name = type(self).__name__
-    n = _check_min_features(name, self.features, 2)
+    n = base.check_min_features(name, self.features, 2)
     capacity = _check_capacity(name, self.capacity)
     pd = self.param_dtype
     self.eunn = EUNNParams(n, capacity, False, pd, name="eunn")

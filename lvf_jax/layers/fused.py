@@ -217,11 +217,11 @@ def _padded_carry_cotangent(m_t, g):
 
 
 def _act_fwd(name: str, z: Array, bias: Optional[Array]) -> Array:
-  if name in ("modrelu", "modrelu_split"):
+  if name == "modrelu_split":
+    return z if bias is None else modrelu_split(z, bias)
+  if name == "modrelu":
     if bias is None:
       return z
-    if name == "modrelu_split":
-      return modrelu_split(z, bias)
     b = bias[None, :]
     return jnp.sign(z) * jnp.maximum(jnp.abs(z) + b, jnp.zeros((), z.dtype))
   if bias is not None:
@@ -246,6 +246,12 @@ def _act_grad_from_output(name: str, h: Array, has_bias: bool) -> Optional[Array
   if name == "relu":
     return (h > 0).astype(h.dtype)
   return None
+
+
+def _modrelu_bias_cotangent(dz: Array, h: Array) -> Array:
+  """Batch sum of modReLU's bias cotangent, ``sum_b dz * sign(h)`` (``dh/db = sign(z)``
+  where the unit is active, 0 where ``h = 0``)."""
+  return jnp.sum(dz * jnp.sign(h), axis=0)
 
 
 def _modrelu_split_vjp(h: Array, g: Array, b: Array) -> tuple[Array, Array]:
@@ -325,7 +331,7 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
       if m_t is not None:
         dz = _mask_select(m_t, dz, jnp.zeros((), dz.dtype))
       if acc_bias:
-        db = db + jnp.sum(dz * jnp.sign(h_t), axis=0)
+        db = db + _modrelu_bias_cotangent(dz, h_t)
     c_new = jnp.dot(dz, kernel_t)
     if m_t is not None:
       # The carry of a padded step is the old carry: its cotangent flows straight through.
@@ -718,7 +724,7 @@ def fused_scan_for_cell(cell: Any):
   ``NCGRUCell``                                :func:`lvf_jax.layers.fused_gated.ncgru_scan`
                                               ``(prep['kernel_ru'], prep['kernel_c'],
                                               prep['bias_c'], u, carry)``
-  ``GORUCell``                                 ``gru_scan(prep['kernel'], 0, u, carry,
+  ``GORUCell``                                 ``gru_scan(prep['kernel'], None, u, carry,
                                               candidate='modrelu', candidate_bias=
                                               prep['bias_c'])``
   LSTM / GRU with other gate functions        ``None`` (use ``scan_steps``)
@@ -766,10 +772,9 @@ def fused_scan_for_cell(cell: Any):
     return scan
   if isinstance(cell, cells.GORUCell):  # a GRU with a modReLU candidate, no hidden biases
     def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
-      kernel = prep["kernel"]
-      return _fused_gated().gru_scan(
-          kernel, jnp.zeros(kernel.shape[-1:], kernel.dtype), u, carry, reverse=reverse,
-          unroll=unroll, mask=mask, candidate="modrelu", candidate_bias=prep["bias_c"])
+      return _fused_gated().gru_scan(prep["kernel"], None, u, carry, reverse=reverse,
+                                     unroll=unroll, mask=mask, candidate="modrelu",
+                                     candidate_bias=prep["bias_c"])
     return scan
   if isinstance(cell, cells.NCGRUCell):
     def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):

@@ -43,8 +43,8 @@ import jax.numpy as jnp
 
 from lvf_jax.layers.fused import (_act_fwd, _act_grad_from_output, _big_matmul_tn,
                                   _check_unroll, _finish, _last_carry, _mask_select,
-                                  _padded_carry_cotangent, _prepare, _prev_states,
-                                  _valid_cotangent)
+                                  _modrelu_bias_cotangent, _padded_carry_cotangent,
+                                  _prepare, _prev_states, _valid_cotangent)
 
 Array = jnp.ndarray
 
@@ -164,7 +164,9 @@ def _gru_core(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll):
 def _gru_forward(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll):
   def body(h, xs):
     u_t, m_t = xs
-    a = jnp.dot(h, kernel) + bias[None, :]
+    a = jnp.dot(h, kernel)
+    if bias is not None:
+      a = a + bias[None, :]
     a_r, a_z, a_m = jnp.split(a, 3, axis=-1)
     u_r, u_z, u_m = jnp.split(u_t, 3, axis=-1)
     r = jax.nn.sigmoid(u_r + a_r)
@@ -179,11 +181,11 @@ def _gru_forward(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll):
 
 def _gru_fwd(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll):
   hs, acts = _gru_forward(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll)
-  return (_last_carry(h0, hs, reverse), hs), (kernel, cbias, h0, mask, hs, acts)
+  return (_last_carry(h0, hs, reverse), hs), (kernel, bias, cbias, h0, mask, hs, acts)
 
 
 def _gru_bwd(candidate, reverse, unroll, res, cts):
-  kernel, cbias, h0, mask, hs, acts = res
+  kernel, bias, cbias, h0, mask, hs, acts = res
   has_cbias = cbias is not None
   dh_last, dhs = cts
   kernel_t = kernel.T
@@ -200,7 +202,7 @@ def _gru_bwd(candidate, reverse, unroll, res, cts):
     if d_act is not None:
       d_pre_m = d_pre_m * d_act
     if candidate == "modrelu" and has_cbias:  # modReLU's bias: sum d_pre * sign(m)
-      dcb = dcb + jnp.sum(d_pre_m * jnp.sign(m), axis=0)
+      dcb = dcb + _modrelu_bias_cotangent(d_pre_m, m)
     d_pre_r = d_pre_m * a_m * r * (1.0 - r)
     d_pre_z = gv * (hp_t - m) * z * (1.0 - z)
     du = jnp.concatenate([d_pre_r, d_pre_z, d_pre_m], axis=-1)
@@ -214,28 +216,29 @@ def _gru_bwd(candidate, reverse, unroll, res, cts):
   (dh0, d_cbias), (du, da) = jax.lax.scan(body, (dh_last, dcb0), (acts, h_prev, dhs, mask),
                                           reverse=not reverse, unroll=unroll)
   d_kernel = _big_matmul_tn(h_prev, da)
-  d_bias = jnp.sum(da, axis=(0, 1))
+  d_bias = None if bias is None else jnp.sum(da, axis=(0, 1))
   return d_kernel, d_bias, d_cbias, du, dh0, None
 
 
 _gru_core.defvjp(_gru_fwd, _gru_bwd)
 
 
-def gru_scan(kernel: Array, bias: Array, u: Array, h0: Array, *, reverse: bool = False,
-             unroll: int = 1, mask: Optional[Array] = None,
+def gru_scan(kernel: Array, bias: Optional[Array], u: Array, h0: Array, *,
+             reverse: bool = False, unroll: int = 1, mask: Optional[Array] = None,
              seq_lengths: Optional[Array] = None, candidate: str = "tanh",
              candidate_bias: Optional[Array] = None):
   """The GRU recurrence over time with the fused backward pass (module docstring).
 
   Args:
     kernel: concatenated hidden kernels ``[K_r K_z K_m]``, ``(n, 3n)``.
-    bias: concatenated hidden biases ``(3n,)`` (Flax's GRU: zeros, zeros, ``b_hn``).
+    bias: concatenated hidden biases ``(3n,)`` (Flax's GRU: zeros, zeros, ``b_hn``), or
+      None for none (the GORU).
     u: projected inputs (input biases included), time-major ``(T, *batch, 3n)``.
     h0: initial carry ``(*batch, n)``.
     reverse, unroll, mask, seq_lengths: as :func:`lvf_jax.layers.fused.rnn_scan`.
     candidate: the candidate's activation, ``'tanh'`` (GRU) or ``'modrelu'``
       (``m = modReLU(u^m_t + r a_m, b_c)``: the GORU, :class:`lvf_jax.cells.GORUCell`,
-      with ``K_m`` its orthogonal kernel and zero hidden biases).
+      with ``K_m`` its orthogonal kernel and ``bias=None``).
     candidate_bias: modReLU's ``b_c`` ``(n,)`` (``'modrelu'`` only; without it the
       candidate is the identity).
 
