@@ -10,6 +10,9 @@ Hyperparameters from the papers' tables:
 * antisymmetric: not in the copy tables; AntisymmetricRNN defaults (eps 0.1, gamma 0.01).
 * urnn, eurnn: lvfRNN Table 4 (copy, hidden 128 for every model); RMSprop 1e-3 as the uRNN
   paper (complex EURNN of capacity 2, the reference code's default).
+* fcurnn: lvfRNN Table 4 (hidden 128); the full-capacity uRNN reference's memory-task run
+  (RMSprop lr 1e-3 with decay 0.9, the multiplicative Cayley step of the unitary ``W`` at the
+  same lr on the raw gradient).
 * goru: NC-GRU Sec. 4.4 (n 100, Adam 1e-3).
 Override anything from the command line, e.g. ``--config.task.options.T=1000``.
 """
@@ -42,6 +45,8 @@ PRESETS = {
     "urnn": dict(hidden=128, optim=dict(optimizer="rmsprop", learning_rate=1e-3)),
     "eurnn": dict(hidden=128, cell=dict(capacity=2),
                   optim=dict(optimizer="rmsprop", learning_rate=1e-3)),
+    "fcurnn": dict(hidden=128, optim=dict(optimizer="rmsprop", learning_rate=1e-3,
+                                          rmsprop_decay=0.9, lr_orth=1e-3)),
     "goru": dict(hidden=100, optim=dict(optimizer="adam", learning_rate=1e-3)),
 }
 

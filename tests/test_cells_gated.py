@@ -242,7 +242,7 @@ def test_make_cell_registry():
   for name in cells.CELLS:
     assert cells.make_cell(name, 4).features == 4
   with pytest.raises(ValueError, match="make_cell: argument 'name'"):
-    cells.make_cell("fcurnn", 4)
+    cells.make_cell("no_such_rnn", 4)
 
 
 # ------------------------------------------------------------------ validation

@@ -1,4 +1,4 @@
-"""Unitary cells (uRNN, EURNN, GORU) and their geometry: each factor and each step against
+"""Unitary cells (uRNN, EURNN, GORU; the full-capacity uRNN in test_cells_fcurnn.py) and their geometry: each factor and each step against
 NumPy written from the papers' equations (complex arithmetic, column form), unitarity,
 the real embedding of complex states, layer == loop == nn.RNN with gradients, masking,
 the fused path of the real EURNN, and bad input."""
@@ -50,6 +50,24 @@ def np_eunn(n, theta_a, theta_b, phi_a=None, phi_b=None, omega=None):
     k, off = layer // 2, layer % 2
     theta, phi = (theta_a, phi_a) if off == 0 else (theta_b, phi_b)
     w = np_givens_layer(n, theta[k], None if phi is None else phi[k], off) @ w
+  if omega is not None:
+    w = np.diag(np_phase(omega)) @ w
+  return w
+
+
+def np_eunn_fft(n, theta, phi=None, omega=None):
+  """FFT-style EUNN: layer k rotates (i, i + s), s = n / 2^(k+1), for every i whose bit
+  of weight s is 0; the rotation angle of the pair is theta[k, rank of i among those]."""
+  w = np.eye(n, dtype=complex)
+  for k in range(theta.shape[0]):
+    s = n >> (k + 1)
+    g = np.eye(n, dtype=complex)
+    firsts = [i for i in range(n) if not i & s]
+    for rank, i in enumerate(firsts):
+      c, sn = np.cos(theta[k, rank]), np.sin(theta[k, rank])
+      e = 1.0 if phi is None else np_phase(phi[k, rank])
+      g[i, i], g[i, i + s], g[i + s, i], g[i + s, i + s] = c, -e * sn, sn, e * c
+    w = g @ w
   if omega is not None:
     w = np.diag(np_phase(omega)) @ w
   return w
@@ -122,6 +140,34 @@ def test_full_capacity_real_eunn_reaches_any_rotation_sign_pattern():
   assert np.count_nonzero(np.abs(full) > 1e-7) == n * n
 
 
+@pytest.mark.parametrize("n", [2, 4, 16])
+@pytest.mark.parametrize("complex_valued", [True, False])
+def test_eunn_fft_matrix_equals_numpy_butterflies(n, complex_valued):
+  rng = np.random.default_rng(n)
+  layers_ = int(np.log2(n))
+  theta = angles(rng, layers_, n // 2)
+  phi, omega = (angles(rng, layers_, n // 2), angles(rng, n)) if complex_valued else (None, None)
+  w = geometry.eunn_fft_matrix(*[None if a is None else jnp.asarray(a, jnp.float32)
+                                 for a in (theta, phi, omega)])
+  want = np_eunn_fft(n, theta, phi, omega)
+  np.testing.assert_allclose(np.asarray(w), want if complex_valued else want.real, atol=3e-6)
+  assert np.iscomplexobj(np.asarray(w)) == complex_valued
+  # log2 n butterfly layers couple every coordinate with every other (no structural zeros)
+  assert np.all(np.abs(want) > 1e-6)
+
+
+def test_eunn_fft_matrix_bad_arguments():
+  with pytest.raises(ValueError, match=r"eunn_fft_matrix: argument 'theta' must have shape "
+                                       r"\(log2 n, n / 2\) with n a power of 2; got \(2, 3\)"):
+    geometry.eunn_fft_matrix(jnp.zeros((2, 3)))
+  with pytest.raises(ValueError, match="eunn_fft_matrix: argument 'theta' must have shape"):
+    geometry.eunn_fft_matrix(jnp.zeros((2, 4)))  # n = 8 needs 3 layers
+  with pytest.raises(ValueError, match="eunn_fft_matrix: argument 'phi' must have the shape"):
+    geometry.eunn_fft_matrix(jnp.zeros((2, 2)), jnp.zeros((2, 3)))
+  with pytest.raises(ValueError, match="eunn_fft_matrix: argument 'omega' requires"):
+    geometry.eunn_fft_matrix(jnp.zeros((2, 2)), None, jnp.zeros((4,)))
+
+
 def test_complex_to_real_kernel_acts_as_w_on_split_states():
   rng = np.random.RandomState(3)
   n = 5
@@ -171,6 +217,13 @@ def test_unitary_maps_gradients_x64(x64):
   jtu.check_grads(f_eunn, tuple(jnp.asarray(angles(rng, *s)) for s in shapes), order=1,
                   modes=("rev",), atol=1e-6, rtol=1e-6, eps=1e-6)
 
+  def f_fft(theta, phi, om):
+    w = geometry.eunn_fft_matrix(theta, phi, om)
+    return jnp.sum(jnp.abs(w[:, 1] + w[2]) ** 2) + jnp.sum(jnp.real(w) * jnp.imag(w))
+
+  jtu.check_grads(f_fft, tuple(jnp.asarray(angles(rng, *s)) for s in [(2, 2), (2, 2), (n,)]),
+                  order=1, modes=("rev",), atol=1e-6, rtol=1e-6, eps=1e-6)
+
 
 def test_geometry_bad_arguments():
   with pytest.raises(ValueError, match=r"urnn_matrix: argument 'permutation' must be a permutation of range\(3\)"):
@@ -219,6 +272,24 @@ def test_complex_eurnn_step_equals_numpy_equation(capacity):
   np.testing.assert_allclose(split(out), want, atol=2e-5)
 
 
+def test_fft_eurnn_and_goru_steps_equal_numpy_equation():
+  cell = cells.EURNNCell(8, fft=True)
+  variables, h, x, out = init_apply(cell)
+  p = {k: _np(v) for k, v in variables["params"]["eunn"].items()}
+  assert p["theta"].shape == (3, 4) and p["omega"].shape == (8,)
+  w = np_eunn_fft(8, p["theta"], p["phi"], p["omega"])
+  kernel = _np(variables["params"]["input"]["kernel"])
+  pre = (w @ split(h).T).T + _np(x) @ (kernel[:, :8] + 1j * kernel[:, 8:])
+  np.testing.assert_allclose(split(out), np_complex_modrelu(pre, _np(variables["params"]["bias"])),
+                             atol=2e-5)
+  goru = cells.GORUCell(4, fft=True)
+  variables = goru.init(jax.random.key(0), jnp.zeros((B, 4)), jnp.zeros((B, M)))
+  e = variables["params"]["eunn"]
+  assert set(e) == {"theta"}
+  u_orth = np_eunn_fft(4, _np(e["theta"])).real
+  np.testing.assert_allclose(goru.apply(variables, method="orthogonal_matrix"), u_orth, atol=2e-6)
+
+
 def test_real_eurnn_step_equals_numpy_equation():
   cell = cells.EURNNCell(5, capacity=2, complex_valued=False, activation="tanh")
   variables, h, x, out = init_apply(cell)
@@ -245,7 +316,7 @@ def test_goru_step_equals_numpy_equation():
   np.testing.assert_allclose(_np(p["bias_c"]), 0.01)
 
 
-@pytest.mark.parametrize("name, kw", [("urnn", {}), ("eurnn", {"capacity": 4})])
+@pytest.mark.parametrize("name, kw", [("urnn", {}), ("eurnn", {"capacity": 4}), ("fcurnn", {})])
 def test_unitary_recurrence_preserves_the_norm(name, kw):
   """modReLU with b = 0 is the identity: with zero inputs ||h_t|| = ||h_0|| for 200 steps."""
   cell = cells.make_cell(name, 8, bias_init=nn.initializers.zeros_init(), **kw)
@@ -259,7 +330,7 @@ def test_unitary_recurrence_preserves_the_norm(name, kw):
                              rtol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["urnn", "eurnn", "goru"])
+@pytest.mark.parametrize("name", ["urnn", "eurnn", "goru", "fcurnn"])
 def test_layer_gradients_equal_nn_rnn_and_loop(name):
   cell = cells.make_cell(name, 4)
   layer = layers.Recurrent(cell, return_carry=True)
@@ -307,14 +378,14 @@ def test_complex_cells_mask_and_final_carry():
 def test_fused_path_covers_every_unitary_cell():
   from lvf_jax.layers import fused
   for cell in (cells.EURNNCell(4, complex_valued=False), cells.EURNNCell(4), cells.URNNCell(4),
-               cells.GORUCell(4)):
+               cells.GORUCell(4), cells.FullCapacityURNNCell(4)):
     assert fused.fused_scan_for_cell(cell) is not None
 
 
 @pytest.mark.parametrize("cell", [cells.URNNCell(5), cells.EURNNCell(6, capacity=3),
                                   cells.EURNNCell(6, complex_valued=False, capacity=3),
-                                  cells.GORUCell(5, capacity=3)],
-                         ids=["urnn", "eurnn", "eurnn_real", "goru"])
+                                  cells.GORUCell(5, capacity=3), cells.FullCapacityURNNCell(4)],
+                         ids=["urnn", "eurnn", "eurnn_real", "goru", "fcurnn"])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_fused_layer_equals_plain_scan_with_masks(cell, reverse):
   x = jax.random.normal(jax.random.key(0), (3, 7, M))
@@ -390,6 +461,8 @@ def test_bfloat16_inputs_compute_in_float32_and_models_read_2n_outputs():
     (cells.EURNNCell(4, capacity=0), "EURNNCell: argument 'capacity' .* must be an int >= 1; got 0"),
     (cells.EURNNCell(1), "EURNNCell: argument 'features' must be >= 2; got 1"),
     (cells.GORUCell(4, capacity=1.5), "GORUCell: argument 'capacity'"),
+    (cells.GORUCell(6, fft=True), "GORUCell: argument 'features' must be a power of 2 >= 2 with fft=True"),
+    (cells.EURNNCell(12, fft=True), "EURNNCell: argument 'features' must be a power of 2"),
     (cells.URNNCell(0), "URNNCell: argument 'features' must be a positive int"),
 ])
 def test_bad_arguments_raise(cell, match):

@@ -26,6 +26,7 @@ def w0(n=N, rho=RHO, seed=0):
 
 @pytest.mark.parametrize("name,label", [
     ("orthogonal", "orthogonal"), ("orthogonal_c", "orthogonal"), ("orthogonality", "default"),
+    ("unitary", "unitary"), ("unitary_v", "unitary"), ("unitarity", "default"),
     ("skew", "skew"), ("skew_r", "skew"), ("skewed", "default"),
     ("vector_field", "vector_field"), ("vector_field_2", "vector_field"),
     ("kernel", "default"), ("bias", "default"), (3, "default")])

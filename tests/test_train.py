@@ -218,7 +218,7 @@ def shrink(c):
 TASK_NAMES = ("copy", "adding", "denoise", "parenthesis")
 MODEL_NAMES = ("lvf", "exprnn", "scornn", "ncgru", "antisymmetric", "gated_antisymmetric",
                "nnrnn", "rnn", "rnn_orth", "lstm", "gru", "goru")
-COPY_ONLY = ("urnn", "eurnn")  # in configs/copy.py only (lvfRNN Table 4)
+COPY_ONLY = ("urnn", "eurnn", "fcurnn")  # in configs/copy.py only (lvfRNN Table 4)
 
 
 @pytest.mark.parametrize("model", MODEL_NAMES + COPY_ONLY)

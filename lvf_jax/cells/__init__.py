@@ -16,7 +16,8 @@ from lvf_jax.cells.lvf import LVFRNNCell
 from lvf_jax.cells.ncgru import NCGRUCell
 from lvf_jax.cells.nnrnn import NNRNNCell
 from lvf_jax.cells.orthogonal import ExpRNNCell, ScoRNNCell
-from lvf_jax.cells.unitary import EUNNParams, EURNNCell, GORUCell, URNNCell
+from lvf_jax.cells.unitary import (EUNNParams, EURNNCell, FullCapacityURNNCell, GORUCell,
+                                   URNNCell)
 
 CELLS = {
     "lvf": LVFRNNCell,
@@ -31,6 +32,7 @@ CELLS = {
     "lstm": LSTMCell,
     "gru": GRUCell,
     "urnn": URNNCell,
+    "fcurnn": FullCapacityURNNCell,
     "eurnn": EURNNCell,
     "goru": GORUCell,
 }

@@ -1,5 +1,5 @@
-"""Unitary RNN cells: uRNN (Arjovsky et al. 2016), EURNN (Jing et al. 2017) and GORU
-(Jing et al. 2019).
+"""Unitary RNN cells: uRNN (Arjovsky et al. 2016), full-capacity uRNN (Wisdom et al. 2016),
+EURNN (Jing et al. 2017) and GORU (Jing et al. 2019).
 
 A complex hidden state ``h in C^n`` is carried as the real vector ``[Re h | Im h]`` of
 length ``2n`` (so the carry and the outputs have ``2 * features`` entries, which is what
@@ -40,23 +40,47 @@ def _angle_init(key, shape, dtype=jnp.float32):
   return jax.random.uniform(key, tuple(shape), dtype, -math.pi, math.pi)
 
 
-class EUNNParams(nn.Module):
-  """The angles of a tunable-space EUNN of ``features`` units and ``capacity`` layers.
+def _eunn_params(cell: Any, name: str, complex_valued: Optional[bool] = None) -> "EUNNParams":
+  """The checked ``EUNNParams`` submodule of an EURNN / GORU cell (``cell.features``,
+  ``cell.capacity``, ``cell.fft``)."""
+  n = base.check_min_features(name, cell.features, 2)
+  capacity = _check_capacity(name, cell.capacity)
+  if cell.fft and n & (n - 1):
+    raise ValueError(
+        f"{name}: argument 'features' must be a power of 2 >= 2 with fft=True (FFT-style "
+        f"EUNN); got {n}.")
+  cv = cell.state_is_complex if complex_valued is None else complex_valued
+  return EUNNParams(n, capacity, cv, cell.param_dtype, bool(cell.fft), name="eunn")
 
-  Parameters ``theta_a`` ``(ceil(L/2), n // 2)`` and ``theta_b`` ``(floor(L/2), (n-1) // 2)``
-  (the latter only for ``L >= 2``); with ``complex_valued`` also the phases ``phi_a``,
-  ``phi_b`` (same shapes) and ``omega`` ``(n,)``; all ``U(-pi, pi)`` as the reference.
-  Calling it returns the column-form matrix of :func:`lvf_jax.geometry.eunn_matrix`.
+
+class EUNNParams(nn.Module):
+  """The angles of an EUNN of ``features`` units: tunable style with ``capacity`` layers,
+  or FFT style (``fft=True``: ``log2 n`` butterfly layers, ``capacity`` unused).
+
+  Tunable: parameters ``theta_a`` ``(ceil(L/2), n // 2)`` and ``theta_b``
+  ``(floor(L/2), (n-1) // 2)`` (the latter only for ``L >= 2``); with ``complex_valued`` also
+  the phases ``phi_a``, ``phi_b`` (same shapes) and ``omega`` ``(n,)``. FFT: ``theta``
+  ``(log2 n, n / 2)`` (and ``phi``, ``omega``). All ``U(-pi, pi)`` as the reference.
+  Calling it returns the column-form matrix of :func:`lvf_jax.geometry.eunn_matrix` /
+  :func:`lvf_jax.geometry.eunn_fft_matrix`.
   """
 
   features: int
   capacity: int
   complex_valued: bool
   param_dtype: base.Dtype = jnp.float32
+  fft: bool = False
 
   @nn.compact
   def __call__(self) -> Array:
     n, pd = self.features, self.param_dtype
+    if self.fft:
+      shape = (n.bit_length() - 1, n // 2)
+      theta = self.param("theta", _angle_init, shape, pd)
+      if not self.complex_valued:
+        return geometry.eunn_fft_matrix(theta)
+      return geometry.eunn_fft_matrix(theta, self.param("phi", _angle_init, shape, pd),
+                                      self.param("omega", _angle_init, (n,), pd))
     la, lb = (self.capacity + 1) // 2, self.capacity // 2
 
     def params(prefix):
@@ -172,6 +196,52 @@ class URNNCell(_UnitaryKernelCell):
                                 self.permutation())
 
 
+class FullCapacityURNNCell(_UnitaryKernelCell):
+  r"""Full-capacity uRNN cell (fcuRNN; Wisdom, Powers, Hershey, Le Roux & Atlas 2016).
+
+  ``h_t = modReLU(W h_{t-1} + V x_t, b)`` with ``h in C^n`` and ``W`` *any* unitary matrix
+  (``n^2`` real degrees of freedom, against the uRNN's ``7n``). ``W`` is stored whole, in
+  column form, as the real pair ``unitary = [Re W, Im W]`` ``(2, n, n)`` -- label
+  ``'unitary'`` of :func:`lvf_jax.optim.param_labels` -- and trained on the unitary group by
+  the multiplicative Cayley step (eqs 9-10) :func:`lvf_jax.optim.multiplicative_cayley`
+  ``(unitary=True)``, which :func:`lvf_jax.optim.make_optimizer` applies to that label at
+  ``lr_orth``. A Euclidean optimiser would move ``W`` off the group.
+
+  As :class:`URNNCell`: the carry and the output are ``[Re h | Im h]`` (``2 * features``
+  entries), ``V`` is the Glorot-uniform input projection to ``[x V_re | x V_im]``, ``b`` the
+  real modReLU bias ``U(+-0.01)``. The reference initialises ``W`` as a random uRNN product
+  (:func:`lvf_jax.geometry.urnn_unitary`, the default here); :func:`lvf_jax.geometry.
+  haar_unitary` draws it Haar-uniformly. The reference's trainable initial state is not
+  part of the cell (carries start at zero, as every lvf_jax cell).
+
+  Attributes:
+    features: complex hidden size ``n``.
+    activation: ``'modrelu'`` (the only choice for a complex state).
+    unitary_init: initialiser of the ``(2, n, n)`` pair (default ``urnn_unitary()``).
+    kernel_init, bias_init: input kernel and modReLU bias initialisers.
+  """
+
+  activation: str = "modrelu"
+  unitary_init: base.Initializer = geometry.urnn_unitary()
+  kernel_init: base.Initializer = nn.initializers.glorot_uniform()
+  bias_init: Optional[base.Initializer] = None
+
+  def setup(self):
+    name = type(self).__name__
+    n = base.check_features(name, self.features)
+    self._check_activation(name)
+    pd = self.param_dtype
+    self.unitary = self.param("unitary", self.unitary_init, (2, n, n), pd)
+    self.bias = self.param("bias", self.bias_init or base.activation_bias_init("modrelu"),
+                           (n,), pd)
+    self.input = base.InputProjection(2 * n, use_bias=False, kernel_init=self.kernel_init,
+                                      param_dtype=pd, owner=name)
+
+  def recurrent_matrix(self) -> Array:
+    """The complex column-form ``W = unitary[0] + i unitary[1]``."""
+    return geometry.complex_from_pair(self.unitary)
+
+
 class EURNNCell(_UnitaryKernelCell):
   r"""EURNN cell: tunable-space efficient unitary RNN (Jing et al. 2017, Sec. 4).
 
@@ -181,13 +251,16 @@ class EURNNCell(_UnitaryKernelCell):
   state carried as ``[Re h | Im h]`` (``2 * features`` entries), phases ``phi`` and
   ``omega`` trained; ``False``: the real orthogonal variant (the reference code's
   ``comp=False``), an ordinary ``sigma(h K + u + b)`` cell that runs in the fused scan.
+  ``fft=True``: the FFT-style EUNN (Sec. 4, :func:`lvf_jax.geometry.eunn_fft_matrix`,
+  ``log2 n`` butterfly layers; ``n`` a power of 2, ``capacity`` unused).
   Input kernel ``U(+-0.01)`` (to ``2n`` features ``[Re | Im]`` when complex), modReLU bias
   zeros, as the reference.
 
   Attributes:
-    features: hidden size ``n >= 2``.
+    features: hidden size ``n >= 2`` (a power of 2 with ``fft``).
     capacity: number of rotation layers ``L >= 1`` (default 2, as the reference).
     complex_valued: complex unitary (default) or real orthogonal.
+    fft: FFT style instead of tunable style (default ``False``, as the reference EURNN).
     activation: ``'modrelu'``; a real EURNN also accepts ``'tanh'``.
     kernel_init, bias_init: input kernel and modReLU bias initialisers.
   """
@@ -197,6 +270,7 @@ class EURNNCell(_UnitaryKernelCell):
   activation: str = "modrelu"
   kernel_init: base.Initializer = base.symmetric_uniform(0.01)
   bias_init: Optional[base.Initializer] = nn.initializers.zeros_init()
+  fft: bool = False
 
   @property
   def state_is_complex(self) -> bool:
@@ -204,11 +278,9 @@ class EURNNCell(_UnitaryKernelCell):
 
   def setup(self):
     name = type(self).__name__
-    n = base.check_min_features(name, self.features, 2)
-    capacity = _check_capacity(name, self.capacity)
     self._check_activation(name)
-    pd = self.param_dtype
-    self.eunn = EUNNParams(n, capacity, self.state_is_complex, pd, name="eunn")
+    self.eunn = _eunn_params(self, name)
+    n, pd = self.features, self.param_dtype
     self.bias = self.param("bias", self.bias_init or base.activation_bias_init(self.activation),
                            (n,), pd)
     self.input = base.InputProjection(self.state_size, use_bias=False,
@@ -239,13 +311,17 @@ class GORUCell(base.StructuredCell):
   projection ``input`` to ``3n`` features ``[r | z | c]``.
 
   Attributes:
-    features: hidden size ``n >= 2``.
+    features: hidden size ``n >= 2`` (a power of 2 with ``fft``).
     capacity: EUNN layers ``L >= 1`` (default 2).
+    fft: FFT-style EUNN (``log2 n`` butterfly layers; the GORU reference code's default,
+      which needs ``n`` a power of 2) instead of the tunable style (default ``False``, so
+      that any ``n`` works, e.g. the copy task's 100 units).
     kernel_init, recurrent_kernel_init, reset_bias_init, update_bias_init,
     modrelu_bias_init: initialisers (defaults above).
   """
 
   capacity: int = 2
+  fft: bool = False
   kernel_init: base.Initializer = base.symmetric_uniform(0.01)
   recurrent_kernel_init: base.Initializer = base.symmetric_uniform(0.01)
   reset_bias_init: base.Initializer = nn.initializers.constant(2.0)
@@ -254,10 +330,8 @@ class GORUCell(base.StructuredCell):
 
   def setup(self):
     name = type(self).__name__
-    n = base.check_min_features(name, self.features, 2)
-    capacity = _check_capacity(name, self.capacity)
-    pd = self.param_dtype
-    self.eunn = EUNNParams(n, capacity, False, pd, name="eunn")
+    self.eunn = _eunn_params(self, name, complex_valued=False)
+    n, pd = self.features, self.param_dtype
     self.recurrent_r = self.param("recurrent_r", self.recurrent_kernel_init, (n, n), pd)
     self.recurrent_z = self.param("recurrent_z", self.recurrent_kernel_init, (n, n), pd)
     self.bias_r = self.param("bias_r", self.reset_bias_init, (n,), pd)

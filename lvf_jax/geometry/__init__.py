@@ -27,12 +27,14 @@ from lvf_jax.geometry.initializers import (
     doubly_stochastic,
     haar_orthogonal,
     haar_skew,
+    haar_unitary,
     henaff,
     modrelu_bias,
     orthogonal_log,
     scaled_normal,
     sinkhorn,
     uniform_angle,
+    urnn_unitary,
 )
 from lvf_jax.geometry.maps import (
     EXPM_METHODS,
@@ -59,10 +61,14 @@ from lvf_jax.geometry.neumann import (
 )
 from lvf_jax.geometry.unitary import (
     complex_dtype,
+    complex_from_pair,
     complex_to_real_kernel,
+    eunn_fft_matrix,
     eunn_layer,
     eunn_matrix,
+    fft_pairs,
     givens_pairs,
+    pair_from_complex,
     phase,
     reflect,
     urnn_matrix,

@@ -12,8 +12,10 @@ from typing import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lvf_jax.geometry import _checks
+from lvf_jax.geometry import unitary
 
 Array = jnp.ndarray
 Initializer = Callable[..., Array]
@@ -76,6 +78,58 @@ def haar_orthogonal() -> Initializer:
     n = _checks.check_init_shape("haar_orthogonal", shape)[0]
     dtype = _checks.check_floating("haar_orthogonal", "dtype", dtype)
     return _haar_orthogonal(key, n, dtype).astype(dtype)
+
+  return init
+
+
+def _unitary_pair_shape(fn: str, shape) -> int:
+  shape = tuple(int(s) for s in shape)
+  if len(shape) != 3 or shape[0] != 2 or shape[1] != shape[2] or shape[1] <= 0:
+    raise ValueError(
+        f"{fn}: argument 'shape' must be (2, n, n) (the pair [Re W, Im W] of a unitary "
+        f"matrix); got {shape}.")
+  return shape[1]
+
+
+def haar_unitary() -> Initializer:
+  """Haar-random unitary ``W`` as the real pair ``[Re W, Im W]`` of shape ``(2, n, n)``.
+
+  QR of a complex Gaussian matrix with the phases of ``diag(R)`` moved into ``Q``
+  (Mezzadri 2007), which makes ``Q`` Haar-distributed on U(n).
+  """
+
+  def init(key, shape, dtype=jnp.float32):
+    n = _unitary_pair_shape("haar_unitary", shape)
+    dtype = _checks.check_floating("haar_unitary", "dtype", dtype)
+    z = jax.random.normal(key, (2, n, n), _compute_dtype(dtype))
+    q, r = jnp.linalg.qr(unitary.complex_from_pair(z))
+    d = jnp.diagonal(r)
+    mag = jnp.abs(d)
+    ph = jnp.where(mag > 0, d / jnp.where(mag > 0, mag, 1).astype(d.dtype), 1)
+    return unitary.pair_from_complex(q * ph[None, :]).astype(dtype)
+
+  return init
+
+
+def urnn_unitary(permutation_seed: int = 0) -> Initializer:
+  r"""A random uRNN product ``W = D_3 R_2 F^{-1} D_2 \Pi R_1 F D_1`` as ``[Re W, Im W]``
+  ``(2, n, n)``: the full-capacity uRNN reference's default initial ``W`` (Wisdom et al.
+  2016). Phases ``U(-pi, pi)`` and reflection vectors ``U(-1, 1)`` from ``key``; the
+  permutation ``\Pi`` is NumPy's ``RandomState(permutation_seed).permutation(n)`` (a constant,
+  so the initialiser works on traced keys).
+  """
+
+  def init(key, shape, dtype=jnp.float32):
+    n = _unitary_pair_shape("urnn_unitary", shape)
+    dtype = _checks.check_floating("urnn_unitary", "dtype", dtype)
+    k_theta, k_refl = jax.random.split(key)
+    cdt = _compute_dtype(dtype)
+    theta = jax.random.uniform(k_theta, (3, n), cdt, -math.pi, math.pi)
+    r = jax.random.uniform(k_refl, (2, 2, n), cdt, -1.0, 1.0)  # [k, re/im, :] of v_1, v_2
+    v = jax.lax.complex(r[:, 0], r[:, 1])
+    perm = np.random.RandomState(permutation_seed).permutation(n)
+    w = unitary.urnn_matrix(theta[0], theta[1], theta[2], v[0], v[1], perm)
+    return unitary.pair_from_complex(w).astype(dtype)
 
   return init
 

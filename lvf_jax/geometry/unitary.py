@@ -1,10 +1,14 @@
 """Unitary matrices as products of structured factors (uRNN, EUNN), and the real embedding
 of complex hidden states.
 
-Both parametrisations build the paper's *column-form* matrix ``W`` (``h' = W h``) by
+The parametrisations build the paper's *column-form* matrix ``W`` (``h' = W h``) by
 applying their factors to the identity, ``O(n^2 log n)`` (uRNN) or ``O(L n^2)`` (EUNN of
-capacity ``L``) once per call -- a layer calls it once per sequence, so the recurrence is
+capacity ``L``; ``L = log2 n`` in the FFT style) once per call -- a layer calls it once per sequence, so the recurrence is
 then one ``n x n`` product per step instead of ``L`` sparse factors.
+
+A full-capacity unitary matrix (Wisdom et al. 2016) is stored as the real pair
+``P = [Re W, Im W]`` of shape ``(..., 2, n, n)`` (:func:`complex_from_pair`,
+:func:`pair_from_complex`), so parameters and optimiser states stay real.
 
 Complex hidden states are carried as real vectors ``[Re h | Im h]`` (length ``2n``);
 :func:`complex_to_real_kernel` turns a complex column-form ``W`` into the real row-form
@@ -29,6 +33,25 @@ def complex_dtype(dtype) -> jnp.dtype:
   """The complex dtype that pairs with the real ``dtype`` (``complex128`` for ``float64``,
   else ``complex64``)."""
   return jnp.dtype(jnp.complex128 if jnp.dtype(dtype) == jnp.float64 else jnp.complex64)
+
+
+def complex_from_pair(p: Array) -> Array:
+  """The complex matrix ``P[..., 0, :, :] + i P[..., 1, :, :]`` of a real pair
+  ``(..., 2, n, m)`` (dtype ``complex_dtype(P.dtype)``; bfloat16/float16 computed as float32)."""
+  p = jnp.asarray(p)
+  if p.ndim < 3 or p.shape[-3] != 2:
+    raise ValueError(
+        f"complex_from_pair: argument 'p' must have shape (..., 2, n, m) ([Re, Im] pairs); "
+        f"got {p.shape}.")
+  if jnp.dtype(p.dtype).itemsize < 4:
+    p = p.astype(jnp.float32)
+  return jax.lax.complex(p[..., 0, :, :], p[..., 1, :, :])
+
+
+def pair_from_complex(w: Array) -> Array:
+  """The real pair ``[Re W, Im W]`` (``(..., 2, n, m)``) of a complex ``W`` (``(..., n, m)``)."""
+  w = jnp.asarray(w)
+  return jnp.stack([jnp.real(w), jnp.imag(w)], axis=-3)
 
 
 def phase(theta: Array) -> Array:
@@ -107,6 +130,13 @@ def eunn_layer(x: Array, theta: Array, phi: Optional[Array], offset: int) -> Arr
     raise ValueError(
         f"eunn_layer: argument 'theta' must have shape {i.shape} (the pairs of a layer of "
         f"size {x.shape[0]} with offset {offset}); got {theta.shape}.")
+  return _rotate_pairs(x, i, j, theta, phi)
+
+
+def _rotate_pairs(x: Array, i: np.ndarray, j: np.ndarray, theta: Array,
+                  phi: Optional[Array]) -> Array:
+  """Rows ``(i_k, j_k)`` of ``x`` rotated by ``theta_k`` (and phase ``phi_k``), see
+  :func:`eunn_layer`."""
   c = jnp.cos(theta)[:, None].astype(x.dtype)
   s = jnp.sin(theta)[:, None].astype(x.dtype)
   xi, xj = x[i], x[j]
@@ -169,6 +199,59 @@ def eunn_matrix(theta_a: Array, theta_b: Array, phi_a: Optional[Array] = None,
     x, _ = jax.lax.scan(pair, x, (theta_a[:lb], theta_b) + phases)
   if la > lb:
     x = eunn_layer(x, theta_a[lb], phi_a[lb] if complex_valued else None, 0)
+  if omega is not None:
+    x = phase(omega)[:, None].astype(dtype) * x
+  return x
+
+
+def fft_pairs(n: int, layer: int) -> tuple[np.ndarray, np.ndarray]:
+  """Coordinates ``(i, i + n / 2^(layer+1))`` rotated by layer ``layer`` (0-based) of an
+  FFT-style EUNN of size ``n`` (a power of 2): butterflies within blocks of
+  ``n / 2^layer``."""
+  stride = n >> (layer + 1)
+  first = (np.arange(0, n, 2 * stride)[:, None] + np.arange(stride)[None, :]).ravel()
+  return first, first + stride
+
+
+def eunn_fft_matrix(theta: Array, phi: Optional[Array] = None,
+                    omega: Optional[Array] = None) -> Array:
+  r"""FFT-style EUNN matrix (Jing et al. 2017, Sec. 4, the FFT-style layout), column form::
+
+      W = D_omega F_{log2 n} ... F_2 F_1
+
+  with ``log2 n`` layers of ``n / 2`` Givens rotations (:func:`eunn_layer`'s rotation):
+  layer ``k`` (1-based) rotates the pairs ``(i, i + n / 2^k)`` of :func:`fft_pairs`, the
+  butterflies of the FFT, so ``log2 n`` layers already mix every coordinate with every
+  other (the authors' code: ``fft=True``, capacity ``log2 n``). Without phases the result is
+  real orthogonal.
+
+  Args:
+    theta: ``(log2 n, n / 2)`` rotation angles; ``n`` a power of 2, ``n >= 2``.
+    phi: phases of the same shape (complex EUNN) or ``None``.
+    omega: ``(n,)`` final diagonal phases (complex EUNN only; optional).
+
+  Returns:
+    ``W`` of shape ``(n, n)``: complex unitary if phases are given, else real orthogonal.
+  """
+  theta = jnp.asarray(theta)
+  half = theta.shape[-1] if theta.ndim == 2 else 0
+  n = 2 * half
+  if theta.ndim != 2 or half < 1 or n & (n - 1) or theta.shape[0] != n.bit_length() - 1:
+    raise ValueError(
+        f"eunn_fft_matrix: argument 'theta' must have shape (log2 n, n / 2) with n a power "
+        f"of 2; got {theta.shape}.")
+  if phi is not None and jnp.shape(phi) != theta.shape:
+    raise ValueError(
+        f"eunn_fft_matrix: argument 'phi' must have the shape of 'theta' {theta.shape}; got "
+        f"{jnp.shape(phi)}.")
+  if omega is not None and phi is None:
+    raise ValueError("eunn_fft_matrix: argument 'omega' requires the phases 'phi'.")
+  real = _checks.check_floating("eunn_fft_matrix", "theta", theta.dtype)
+  dtype = complex_dtype(real) if phi is not None else real
+  x = jnp.eye(n, dtype=dtype)
+  for layer in range(theta.shape[0]):  # log2 n static layers, each with its own pairs
+    i, j = fft_pairs(n, layer)
+    x = _rotate_pairs(x, i, j, theta[layer], None if phi is None else phi[layer])
   if omega is not None:
     x = phase(omega)[:, None].astype(dtype) * x
   return x

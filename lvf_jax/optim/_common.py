@@ -106,11 +106,19 @@ def _path_name(path) -> str:
   return jax.tree_util.keystr(tuple(path)) or "<root>"
 
 
-def check_square_leaves(fn: str, tree: Any, name: str = "params") -> list[Array]:
-  """Leaves of ``tree`` (``optax.MaskedNode`` holes skipped); each ``(..., n, n)`` float."""
+def check_square_leaves(fn: str, tree: Any, name: str = "params", *,
+                        unitary: bool = False) -> list[Array]:
+  """Leaves of ``tree`` (``optax.MaskedNode`` holes skipped); each ``(..., n, n)`` float
+  (``unitary``: ``(..., 2, n, n)``, the pairs ``[Re W, Im W]`` of unitary matrices)."""
   leaves_with_path = jax.tree_util.tree_flatten_with_path(tree)[0]
   for path, leaf in leaves_with_path:
     shape = np.shape(leaf)
+    if unitary and (len(shape) < 3 or shape[-3] != 2 or shape[-1] != shape[-2]):
+      raise ValueError(
+          f"{fn}: every leaf of '{name}' must be a pair [Re W, Im W] of shape (..., 2, n, n) "
+          f"(a unitary matrix in column form); leaf {_path_name(path)} has shape "
+          f"{tuple(shape)}. Use optax.partition (see lvf_jax.optim.param_labels) to pass "
+          f"only unitary parameters.")
     if len(shape) < 2 or shape[-1] != shape[-2]:
       raise ValueError(
           f"{fn}: every leaf of '{name}' must be a square matrix (..., n, n) (an orthogonal "
@@ -139,6 +147,11 @@ def check_same_structure(fn: str, names: tuple[str, str], a: Any, b: Any) -> Non
 
 def transpose(m: Array) -> Array:
   return jnp.swapaxes(m, -1, -2)
+
+
+def adjoint(m: Array) -> Array:
+  """Conjugate transpose ``M^H`` (``M^T`` for a real ``M``)."""
+  return jnp.conj(transpose(m)) if jnp.iscomplexobj(m) else transpose(m)
 
 
 def scale_columns(m: Array, d: Array) -> Array:
@@ -173,8 +186,9 @@ def scaling_diagonal(fn: str, rho: Any, n: int, dtype) -> Array:
 
 
 def orthonormalize(w: Array, method: str = "polar") -> Array:
-  """Nearest orthogonal matrix (``'polar'``: ``U V^T`` from the SVD, the Frobenius-nearest)
-  or the sign-fixed Q factor (``'qr'``: ``R`` with positive diagonal). Batched, dtype-preserving.
+  """Nearest orthogonal (complex ``w``: unitary) matrix (``'polar'``: ``U V^H`` from the
+  SVD, the Frobenius-nearest) or the phase-fixed Q factor (``'qr'``: ``R`` with positive
+  real diagonal). Batched, dtype-preserving.
   """
   check_choice("orthonormalize", "method", method, ORTHONORMALIZE_METHODS)
   if np.ndim(w) < 2 or np.shape(w)[-1] != np.shape(w)[-2]:
@@ -185,8 +199,9 @@ def orthonormalize(w: Array, method: str = "polar") -> Array:
     u, _, vt = jnp.linalg.svd(w, full_matrices=False)
     return u @ vt
   q, r = jnp.linalg.qr(w)
-  s = jnp.sign(jnp.diagonal(r, axis1=-2, axis2=-1))
-  s = jnp.where(s == 0, jnp.ones_like(s), s)
+  d = jnp.diagonal(r, axis1=-2, axis2=-1)
+  mag = jnp.abs(d).astype(d.dtype)
+  s = jnp.where(mag == 0, jnp.ones_like(d), d / jnp.where(mag == 0, jnp.ones_like(d), mag))
   return q * s[..., None, :]
 
 

@@ -143,7 +143,10 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
     ``'scornn'`` (:func:`scornn`, inner ``orth_optimizer`` at ``lr_orth``),
     ``'neumann_cayley'`` (:func:`neumann_cayley`, same inner), ``'multiplicative'``
     (:func:`multiplicative_cayley` at ``lr_orth``), or ``'trivialization'`` (no such
-    parameters allowed; ``init`` raises if there are any).
+    parameters allowed; ``init`` raises if there are any);
+  * ``'unitary'`` (complex unitary matrices stored as ``[Re W, Im W]``, the full-capacity
+    uRNN): always :func:`multiplicative_cayley` ``(unitary=True)`` at ``lr_orth``, on the
+    raw (clipped) gradient as Wisdom et al. (2016), whatever ``orthogonal_method`` is.
 
   Gradients are first clipped to global norm ``clip_norm`` (all groups together). Every
   learning rate follows the same schedule shape (``lr_schedule``).
@@ -163,8 +166,8 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
     reset_every: exact inverse every this many updates (Neumann; default 100; 0 = only
       when the validity check fails).
     neumann_threshold: validity threshold on ``||Ainv dA||_F`` in (0, 1] (default 0.5).
-    reorthonormalize_every: polar projection period of ``'multiplicative'`` (default 100;
-      0 = never).
+    reorthonormalize_every: polar projection period of ``'multiplicative'`` and of the
+      ``'unitary'`` group (default 100; 0 = never).
     clip_norm: global gradient-norm clip (default ``None`` = no clipping).
     lr_schedule: ``'constant'`` (default) | ``'step'`` (multiply by ``lr_decay`` every
       ``lr_decay_steps`` updates, staircase) | ``'cosine'`` (to 0 at ``total_steps``).
@@ -196,11 +199,11 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
 
   sched, sched_orth, sched_vf = (_schedule(fn, c, v) for v in (lr, lr_orth, lr_vf))
   orth_inner = _base(fn, "orth_optimizer", orth_kind, sched_orth, c)
+  every = _common.check_int(fn, "reorthonormalize_every", c["reorthonormalize_every"],
+                            minimum=0, allow_none=True)
   if method == "trivialization":
     orth = _no_orthogonal_params(fn)
   elif method == "multiplicative":
-    every = _common.check_int(fn, "reorthonormalize_every", c["reorthonormalize_every"],
-                              minimum=0, allow_none=True)
     orth = multiplicative_cayley(sched_orth, reorthonormalize_every=every)
   else:
     rho = _common.check_int(fn, "rho", c["rho"], minimum=0)
@@ -214,6 +217,8 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
       labels.VECTOR_FIELD: _base(fn, "optimizer", kind, sched_vf, c),
       labels.SKEW: orth_inner,
       labels.ORTHOGONAL: orth,
+      labels.UNITARY: multiplicative_cayley(sched_orth, reorthonormalize_every=every,
+                                            unitary=True),
   }, labels.param_labels)
   if c["clip_norm"] is not None:
     tx = optax.chain(optax.clip_by_global_norm(_number(fn, "clip_norm", c["clip_norm"])), tx)

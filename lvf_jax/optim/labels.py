@@ -4,6 +4,9 @@ Every lvf_jax model names its structured parameters (see ``docs/ARCHITECTURE.md`
 
 * ``orthogonal`` / ``orthogonal_<suffix>``: an orthogonal matrix stored directly (column
   form), trained by a Riemannian transform -> label ``'orthogonal'``;
+* ``unitary`` / ``unitary_<suffix>``: a complex unitary matrix stored directly as the real
+  pair ``[Re W, Im W]`` ``(2, n, n)`` (the full-capacity uRNN), trained by the complex
+  multiplicative Cayley step -> label ``'unitary'``;
 * ``skew`` / ``skew_<suffix>``: a trivialised generator mapped by expm / Cayley every
   forward pass, trained by a Euclidean optimiser (expRNN uses ``lr / 10``) -> ``'skew'``;
 * ``vector_field`` / ``vector_field_<suffix>``: an lvfRNN vector field -> ``'vector_field'``;
@@ -20,12 +23,13 @@ from typing import Any, Optional
 import jax
 
 ORTHOGONAL = "orthogonal"
+UNITARY = "unitary"
 SKEW = "skew"
 VECTOR_FIELD = "vector_field"
 DEFAULT = "default"
-LABELS = (ORTHOGONAL, SKEW, VECTOR_FIELD, DEFAULT)
+LABELS = (ORTHOGONAL, UNITARY, SKEW, VECTOR_FIELD, DEFAULT)
 
-_PREFIXES = (ORTHOGONAL, SKEW, VECTOR_FIELD)
+_PREFIXES = (ORTHOGONAL, UNITARY, SKEW, VECTOR_FIELD)
 
 
 def label_for_name(name: Any) -> str:
@@ -48,11 +52,12 @@ def _leaf_name(path) -> Optional[Any]:
 
 
 def param_labels(params: Any) -> Any:
-  """Tree of labels (``'orthogonal' | 'skew' | 'vector_field' | 'default'``) for ``params``.
+  """Tree of labels (``'orthogonal' | 'unitary' | 'skew' | 'vector_field' | 'default'``).
 
   Usable directly as ``optax.partition(transforms, param_labels)``::
 
     tx = optax.partition({'orthogonal': lvf_jax.optim.scornn(optax.rmsprop(1e-4), rho=4),
+                          'unitary': lvf_jax.optim.multiplicative_cayley(1e-4, unitary=True),
                           'skew': optax.rmsprop(1e-4), 'vector_field': optax.adam(1e-3),
                           'default': optax.adam(1e-3)}, lvf_jax.optim.param_labels)
   """
