@@ -22,7 +22,8 @@ NUM_TRAIN = 229
 
 # one-layer hidden sizes at the budget of lvfRNN kappa 300 x 3 layers (88 in, 88 out)
 MATCHED = dict(exprnn=699, scornn=699, ncgru=319, antisymmetric=699, gated_antisymmetric=632,
-               nnrnn=524, rnn=524, rnn_orth=524, lstm=252, gru=296)
+               nnrnn=524, rnn=524, rnn_orth=524, lstm=252, gru=296,
+               urnn=1022, eurnn=1034, fcurnn=455)
 
 OPTIONS = dict(pad_multiple=32, max_len=None, in_memory=True, data_dir=None, tfds_dir=None,
                max_train_examples=None, max_eval_examples=None)

@@ -14,6 +14,7 @@ Hyperparameters:
 * nnrnn: nnRNN PTB: n 1024, Adam betas (0, 0.9), lr 2e-3, lr_orth 2e-4, delta 1e-4.
 * ncgru: NC-GRU PTB-char: 3 layers 430 / 1000 / 430, Adam 5e-4, rho 50 (U_c orthogonal,
   Neumann-Cayley updates).
+* urnn, eurnn, fcurnn: lvfRNN Table 1 (1024 hidden units for every model), Adam 1e-3.
 * every other model: one layer at the nnRNN paper's budget of about 1.32M parameters
   (``hidden_for_budget``; effective parameter count), Adam 1e-3.
 """
@@ -42,6 +43,7 @@ PRESETS.update(
                optim=dict(optimizer="adam", learning_rate=2e-3, lr_orth=2e-4, adam_b1=0.0,
                           adam_b2=0.9)),
     ncgru=default_preset("ncgru", (430, 1000, 430), learning_rate=5e-4),
+    **{name: default_preset(name, 1024) for name in ("urnn", "eurnn", "fcurnn")},
 )
 PRESETS["ncgru"]["cell"]["rho"] = PRESETS["ncgru"]["optim"]["rho"] = 50
 

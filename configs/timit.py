@@ -27,7 +27,7 @@ DATASET = "timit"
 EPOCHS, BATCH = 1200, 128
 
 MATCHED = dict(scornn=224, ncgru=105, antisymmetric=224, gated_antisymmetric=174, nnrnn=186,
-               rnn=186, rnn_orth=186, lstm=84, gru=100)
+               rnn=186, rnn_orth=186, lstm=84, gru=100, urnn=158, eurnn=159, fcurnn=128)
 
 OPTIONS = dict(pad_multiple=32, max_len=None, mse_per="element", standardize_inputs=True,
                center_targets=True, in_memory=True,

@@ -130,7 +130,8 @@ EXPECTED_KEYS = {"classification": {"loss", "accuracy"}, "lm": {"loss", "accurac
 # One dataset per family by default (ptb_char trains end to end in the resume test below);
 # the others go through the same pipeline classes with another file and are marked slow.
 _slow = pytest.mark.slow
-ONE_MODEL_EACH = [("mnist", "exprnn"), ("jsb", "lvf"), ("piano_midi", "rnn_orth"),
+ONE_MODEL_EACH = [("mnist", "exprnn"), ("jsb", "lvf"), ("jsb", "fcurnn"),
+                  ("piano_midi", "rnn_orth"),
                   ("fsdd", "lstm"), pytest.param("pmnist", "nnrnn", marks=_slow),
                   pytest.param("ptb_char", "lvf", marks=_slow),
                   pytest.param("ptb_word", "ncgru", marks=_slow),
@@ -188,6 +189,11 @@ def test_configs_cover_every_model_and_paper_settings():
     for model in pipelines.MODELS:
       c = load_config(dataset, model)
       assert c.task.name == dataset and c.model.name == model
+  for dataset in ("ptb_char", "timit", "jsb", "musedata"):  # lvfRNN Tables 1-3
+    for model in pipelines.UNITARY_MODELS:
+      assert load_config(dataset, model).model.name == model
+  assert load_config("ptb_char", "fcurnn").model.hidden == 1024  # Table 1: 1024 units each
+  assert load_config("jsb", "eurnn").model.cell.capacity == 2
   lvf = load_config("jsb", "lvf")  # lvfRNN Table 5, JSB
   assert (lvf.model.hidden, lvf.model.num_layers, lvf.model.dropout) == (300, 3, 0.3)
   assert (lvf.optim.optimizer, lvf.optim.learning_rate, lvf.optim.clip_norm,

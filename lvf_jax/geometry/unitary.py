@@ -3,8 +3,9 @@ of complex hidden states.
 
 The parametrisations build the paper's *column-form* matrix ``W`` (``h' = W h``) by
 applying their factors to the identity, ``O(n^2 log n)`` (uRNN) or ``O(L n^2)`` (EUNN of
-capacity ``L``; ``L = log2 n`` in the FFT style) once per call -- a layer calls it once per sequence, so the recurrence is
-then one ``n x n`` product per step instead of ``L`` sparse factors.
+capacity ``L``; ``L = log2 n`` in the FFT style) once per call -- a layer calls it once per
+sequence, so the recurrence is then one ``n x n`` product per step instead of ``L`` sparse
+factors.
 
 A full-capacity unitary matrix (Wisdom et al. 2016) is stored as the real pair
 ``P = [Re W, Im W]`` of shape ``(..., 2, n, n)`` (:func:`complex_from_pair`,

@@ -6,7 +6,8 @@ Two ways to train an orthogonal recurrent matrix (see ``docs/ARCHITECTURE.md``):
   the cell; any Euclidean optimiser works, plus :func:`dynamic_trivialization` (dtriv);
 * Riemannian -- the parameter is the ``orthogonal`` matrix itself: :func:`scornn`,
   :func:`neumann_cayley` (NC-GRU Alg. 1), :func:`multiplicative_cayley` (full-capacity
-  uRNN; ``unitary=True`` for complex unitary matrices stored as ``[Re W, Im W]``), optionally followed by :func:`reorthonormalize`. These return
+  uRNN; ``unitary=True`` for complex unitary matrices stored as ``[Re W, Im W]``),
+  optionally followed by :func:`reorthonormalize`. These return
   ``updates = W_new - W``, need ``params`` and must be last in their chain.
 
 :func:`param_labels` labels any lvf_jax model's parameters for ``optax.partition`` and

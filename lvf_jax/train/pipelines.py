@@ -528,6 +528,9 @@ PIPELINES: dict = {
 
 MODELS = ("lvf", "exprnn", "scornn", "ncgru", "antisymmetric", "gated_antisymmetric", "nnrnn",
           "rnn", "rnn_orth", "lstm", "gru")
+#: The unitary baselines of the lvfRNN paper's Tables 1-4, configured for the datasets of those
+#: tables (copy, ptb_char, timit, jsb, musedata).
+UNITARY_MODELS = ("urnn", "eurnn", "fcurnn")
 
 #: Types of the options whose default is None (so that ``--config.task.options.X=...`` works).
 _OPTION_TYPES = {"data_dir": str, "tfds_dir": str, "max_train_examples": int,
@@ -543,7 +546,9 @@ def default_preset(model: str, hidden: Any, *, optimizer: str = "adam",
   init, orthogonal learning rate ``lr / 10`` (expRNN); scornn / ncgru: ``rho = n // 10``
   (-1 entries of ``D``); ncgru: ``U_c`` stored as a matrix and trained by the Neumann-Cayley
   update (NC-GRU Alg. 1, exact inverse every 50 updates); antisymmetric: eps 0.1, gamma 0.01;
-  nnrnn: delta 1e-4, T decay 1e-6 (nnRNN copy set-up).
+  nnrnn: delta 1e-4, T decay 1e-6 (nnRNN copy set-up); urnn / eurnn / fcurnn: the cells'
+  reference defaults (EUNN capacity 2; fcurnn's unitary W by the multiplicative Cayley
+  step at ``lr_orth = lr / 10``).
   """
   n = min(hidden) if isinstance(hidden, (list, tuple)) else hidden
   opt = dict(optimizer=optimizer, learning_rate=learning_rate, **optim)
@@ -562,8 +567,12 @@ def default_preset(model: str, hidden: Any, *, optimizer: str = "adam",
     cell = dict(epsilon=0.1, gamma=0.01)
   elif model == "nnrnn":
     cell = dict(orthogonal_init="cayley", delta=1e-4, t_decay=1e-6)
-  elif model not in MODELS:
-    raise ValueError(f"default_preset: argument 'model' must be one of {MODELS}; got {model!r}.")
+  elif model == "eurnn":
+    cell = dict(capacity=2)
+  elif model not in MODELS + UNITARY_MODELS:
+    raise ValueError(
+        f"default_preset: argument 'model' must be one of {MODELS + UNITARY_MODELS}; got "
+        f"{model!r}.")
   return dict(hidden=hidden, cell=cell, optim=opt)
 
 
