@@ -34,11 +34,14 @@ def modrelu_split(z: Array, b: Array) -> Array:
     raise ValueError(
         f"modrelu_split: the last axis of 'z' must have even length [Re | Im]; got shape "
         f"{z.shape}.")
-  # (..., 2, n) view: a reshape, where slicing the halves and concatenating them copies
-  z2 = z.reshape(z.shape[:-1] + (2, n))
-  mag2 = jnp.sum(z2 * z2, axis=-2)
-  b = jnp.broadcast_to(jnp.asarray(b).astype(z.dtype), mag2.shape)
+  # |z_k|^2 at both positions k and n + k by a roll of the squares: elementwise on the flat
+  # [Re | Im] layout, so XLA makes one loop fusion (measured faster on CPU than a (..., 2, n)
+  # view reduced over its size-2 axis, and than strided indexing of that view).
+  zz = z * z
+  mag2 = zz + jnp.roll(zz, n, axis=-1)
+  b = jnp.broadcast_to(jnp.asarray(b).astype(z.dtype), z.shape[:-1] + (n,))
+  b2 = jnp.concatenate([b, b], axis=-1)
   nonzero = mag2 > 0
   mag = jnp.sqrt(jnp.where(nonzero, mag2, jnp.ones_like(mag2)))
-  scale = jnp.where(nonzero, jnp.maximum(mag + b, 0) / mag, jnp.zeros_like(mag))
-  return (z2 * jnp.expand_dims(scale, -2)).reshape(z.shape)
+  scale = jnp.where(nonzero, jnp.maximum(mag + b2, 0) / mag, jnp.zeros_like(mag))
+  return z * scale
