@@ -118,6 +118,15 @@ class _UnitaryKernelCell(base.KernelCell):
     allowed = ("modrelu",) if self.state_is_complex else base.ACTIVATIONS
     base.check_choice(name, "activation", self.activation, allowed)
 
+  def _setup_bias_and_input(self, name: str) -> None:
+    """The modReLU (or activation) bias ``(n,)`` and the bias-free input projection to
+    ``state_size`` features (``[x V_re | x V_im]`` for a complex state); call from ``setup``."""
+    pd = self.param_dtype
+    self.bias = self.param("bias", self.bias_init or base.activation_bias_init(self.activation),
+                           (self.features,), pd)
+    self.input = base.InputProjection(self.state_size, use_bias=False,
+                                      kernel_init=self.kernel_init, param_dtype=pd, owner=name)
+
   def prepare(self, dtype: Optional[base.Dtype] = None) -> dict[str, Array]:
     """``{'kernel': K, 'bias': b}``; ``K`` is the ``2n x 2n`` real embedding of ``W``."""
     self.regularize()
@@ -180,10 +189,7 @@ class URNNCell(_UnitaryKernelCell):
     pd = self.param_dtype
     self.theta = self.param("theta", _angle_init, (3, n), pd)
     self.reflection = self.param("reflection", self.reflection_init, (2, 2, n), pd)
-    self.bias = self.param("bias", self.bias_init or base.activation_bias_init("modrelu"),
-                           (n,), pd)
-    self.input = base.InputProjection(2 * n, use_bias=False, kernel_init=self.kernel_init,
-                                      param_dtype=pd, owner=name)
+    self._setup_bias_and_input(name)
 
   def permutation(self) -> np.ndarray:
     """The fixed permutation ``Pi`` as an index array."""
@@ -230,12 +236,8 @@ class FullCapacityURNNCell(_UnitaryKernelCell):
     name = type(self).__name__
     n = base.check_features(name, self.features)
     self._check_activation(name)
-    pd = self.param_dtype
-    self.unitary = self.param("unitary", self.unitary_init, (2, n, n), pd)
-    self.bias = self.param("bias", self.bias_init or base.activation_bias_init("modrelu"),
-                           (n,), pd)
-    self.input = base.InputProjection(2 * n, use_bias=False, kernel_init=self.kernel_init,
-                                      param_dtype=pd, owner=name)
+    self.unitary = self.param("unitary", self.unitary_init, (2, n, n), self.param_dtype)
+    self._setup_bias_and_input(name)
 
   def recurrent_matrix(self) -> Array:
     """The complex column-form ``W = unitary[0] + i unitary[1]``."""
@@ -280,11 +282,7 @@ class EURNNCell(_UnitaryKernelCell):
     name = type(self).__name__
     self._check_activation(name)
     self.eunn = _eunn_params(self, name)
-    n, pd = self.features, self.param_dtype
-    self.bias = self.param("bias", self.bias_init or base.activation_bias_init(self.activation),
-                           (n,), pd)
-    self.input = base.InputProjection(self.state_size, use_bias=False,
-                                      kernel_init=self.kernel_init, param_dtype=pd, owner=name)
+    self._setup_bias_and_input(name)
 
   def recurrent_matrix(self) -> Array:
     """Column-form ``W`` (complex unitary or real orthogonal)."""

@@ -70,6 +70,7 @@ from lvf_jax.geometry.unitary import (
     givens_pairs,
     pair_from_complex,
     phase,
+    qr_positive,
     reflect,
     urnn_matrix,
 )

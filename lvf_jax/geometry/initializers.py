@@ -64,9 +64,7 @@ def _compute_dtype(dtype) -> jnp.dtype:
 
 def _haar_orthogonal(key, n: int, dtype) -> Array:
   z = jax.random.normal(key, (n, n), _compute_dtype(dtype))
-  q, r = jnp.linalg.qr(z)
-  d = jnp.sign(jnp.diagonal(r))
-  q = q * jnp.where(d == 0, 1, d).astype(q.dtype)[None, :]  # Mezzadri's sign fix: Haar on O(n)
+  q = unitary.qr_positive(z)  # Mezzadri's sign fix: Haar on O(n)
   sign = jnp.sign(jnp.linalg.det(q))
   return q.at[:, 0].multiply(sign)  # reflect one column: Haar on SO(n) (compute dtype)
 
@@ -102,11 +100,8 @@ def haar_unitary() -> Initializer:
     n = _unitary_pair_shape("haar_unitary", shape)
     dtype = _checks.check_floating("haar_unitary", "dtype", dtype)
     z = jax.random.normal(key, (2, n, n), _compute_dtype(dtype))
-    q, r = jnp.linalg.qr(unitary.complex_from_pair(z))
-    d = jnp.diagonal(r)
-    mag = jnp.abs(d)
-    ph = jnp.where(mag > 0, d / jnp.where(mag > 0, mag, 1).astype(d.dtype), 1)
-    return unitary.pair_from_complex(q * ph[None, :]).astype(dtype)
+    q = unitary.qr_positive(unitary.complex_from_pair(z))
+    return unitary.pair_from_complex(q).astype(dtype)
 
   return init
 

@@ -36,6 +36,18 @@ def complex_dtype(dtype) -> jnp.dtype:
   return jnp.dtype(jnp.complex128 if jnp.dtype(dtype) == jnp.float64 else jnp.complex64)
 
 
+def qr_positive(m: Array) -> Array:
+  """The Q factor of ``M = Q R`` with the phases of ``diag(R)`` moved into ``Q`` (``R`` then
+  has a positive real diagonal; signs for a real ``M``; a zero diagonal entry keeps its
+  column). Batched. Mezzadri (2007): applied to a Gaussian matrix this makes ``Q``
+  Haar-distributed on O(n) / U(n)."""
+  q, r = jnp.linalg.qr(m)
+  d = jnp.diagonal(r, axis1=-2, axis2=-1)
+  mag = jnp.abs(d).astype(d.dtype)
+  ph = jnp.where(mag == 0, jnp.ones_like(d), d / jnp.where(mag == 0, jnp.ones_like(d), mag))
+  return q * ph[..., None, :]
+
+
 def complex_from_pair(p: Array) -> Array:
   """The complex matrix ``P[..., 0, :, :] + i P[..., 1, :, :]`` of a real pair
   ``(..., 2, n, m)`` (dtype ``complex_dtype(P.dtype)``; bfloat16/float16 computed as float32)."""

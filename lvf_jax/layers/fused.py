@@ -84,7 +84,7 @@ from typing import Any, Optional
 import jax
 import jax.numpy as jnp
 
-from lvf_jax.geometry.activations import modrelu_split
+from lvf_jax.geometry.activations import modrelu_split, pair_sum
 from lvf_jax.geometry.maps import expm_taylor  # noqa: F401  (re-export)
 
 Array = jnp.ndarray
@@ -263,11 +263,8 @@ def _modrelu_split_vjp(h: Array, g: Array, b: Array) -> tuple[Array, Array]:
   ``dh / db = u``; where ``h = 0`` both are zero.
   """
   n = h.shape[-1] // 2
-  # Pair sums (|h_k|^2, Re(conj(h_k) g_k)) at both k and n + k by a roll: elementwise on the
-  # flat [Re | Im] layout, one loop fusion (see modrelu_split).
-  hh, hg = h * h, h * g
-  mag2 = hh + jnp.roll(hh, n, axis=-1)
-  proj = hg + jnp.roll(hg, n, axis=-1)
+  mag2 = pair_sum(h * h)  # |h_k|^2 and Re(conj(h_k) g_k), at both k and n + k
+  proj = pair_sum(h * g)
   active = mag2 > 0
   mag = jnp.sqrt(jnp.where(active, mag2, jnp.ones_like(mag2)))
   bb = jnp.broadcast_to(jnp.concatenate([b, b])[None, :], mag.shape)

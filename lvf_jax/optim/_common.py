@@ -198,11 +198,7 @@ def orthonormalize(w: Array, method: str = "polar") -> Array:
   if method == "polar":
     u, _, vt = jnp.linalg.svd(w, full_matrices=False)
     return u @ vt
-  q, r = jnp.linalg.qr(w)
-  d = jnp.diagonal(r, axis1=-2, axis2=-1)
-  mag = jnp.abs(d).astype(d.dtype)
-  s = jnp.where(mag == 0, jnp.ones_like(d), d / jnp.where(mag == 0, jnp.ones_like(d), mag))
-  return q * s[..., None, :]
+  return geometry.qr_positive(w)
 
 
 def every_k(count: Array, every: Any) -> Array:
