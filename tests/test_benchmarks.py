@@ -15,7 +15,7 @@ import timing  # noqa: E402
 
 def test_cells_benchmark_writes_every_requested_row(tmp_path):
   out = tmp_path / "cells.md"
-  rc = cells_bench.main(["--cells", "exprnn", "gru", "--n", "8", "--T", "4", "--batch", "2",
+  rc = cells_bench.main(["--cells", "antisymmetric", "gru", "--n", "8", "--T", "4", "--batch", "2",
                          "--repeats", "1", "--warmup", "0", "--fused", "--explain",
                          "--out", str(out)])
   assert rc == 0
@@ -23,10 +23,10 @@ def test_cells_benchmark_writes_every_requested_row(tmp_path):
   assert "fused=True" in text
   rows = [r for r in text.splitlines() if r.startswith("| ") and "---" not in r][1:]
   labels = [r.split("|")[1].strip() for r in rows]
-  assert labels == ["exprnn", "gru", "products x 1", "products x 3", "products x 4"]
+  assert labels == ["antisymmetric", "gru", "products x 1", "products x 3", "products x 4"]
   for row in rows[:2]:
-    # Both cells have a prepare (expm; the concatenated GRU kernels) and both paths were
-    # timed: every column is a number.
+    # Both cells have a prepare (W - W^T - gamma I; the concatenated GRU kernels) and both
+    # paths were timed: every column is a number.
     cols = [c.strip() for c in row.split("|")[1:-1]]
     assert all(c not in ("", "-") for c in cols[4:]), cols
 

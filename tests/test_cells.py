@@ -5,8 +5,6 @@ Row-vector convention pinned here: every cell computes ``h' = f(h @ K + ...)`` w
 ``K = M.T`` for the paper's column-form ``M`` (``M @ h``).
 """
 
-import math
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -17,7 +15,7 @@ from hypothesis import strategies as st
 
 from lvf_jax import cells, layers
 from np_reference import (B, M, N, _np, init_apply, kernel_of, np_directional_derivative,
-                          np_lvf_matrix, np_modrelu, np_sigmoid, np_skew_from_triu,
+                          np_lvf_matrix, np_modrelu, np_skew_from_triu,
                           replace_param)
 
 # --------------------------------------------------------------------- lvfRNN

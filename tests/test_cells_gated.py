@@ -10,9 +10,8 @@ import pytest
 import scipy.linalg
 
 from lvf_jax import cells, layers
-from np_reference import (B, M, N, _np, init_apply, kernel_of, np_directional_derivative,
-                          np_lvf_matrix, np_modrelu, np_sigmoid, np_skew_from_triu,
-                          replace_param)
+from np_reference import (B, M, N, _np, init_apply, kernel_of, np_modrelu, np_sigmoid,
+                          np_skew_from_triu)
 
 # ----------------------------------------------------------------------- NC-GRU
 

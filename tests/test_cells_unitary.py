@@ -211,17 +211,17 @@ def test_unitary_maps_gradients_x64(x64):
     w = geometry.eunn_matrix(ta, tb, pa, pb, om)
     return jnp.sum(jnp.abs(w[:, 0] + w[0]) ** 2) + jnp.sum(jnp.real(w) * jnp.imag(w))
 
-  jtu.check_grads(f_urnn, (jnp.asarray(angles(rng, 3, n)), jnp.asarray(rng.uniform(-1, 1, (2, 2, n)))),
+  jtu.check_grads(jax.jit(f_urnn), (jnp.asarray(angles(rng, 3, n)), jnp.asarray(rng.uniform(-1, 1, (2, 2, n)))),
                   order=1, modes=("rev",), atol=1e-6, rtol=1e-6, eps=1e-6)
   shapes = [(2, 2), (1, 1), (2, 2), (1, 1), (n,)]
-  jtu.check_grads(f_eunn, tuple(jnp.asarray(angles(rng, *s)) for s in shapes), order=1,
+  jtu.check_grads(jax.jit(f_eunn), tuple(jnp.asarray(angles(rng, *s)) for s in shapes), order=1,
                   modes=("rev",), atol=1e-6, rtol=1e-6, eps=1e-6)
 
   def f_fft(theta, phi, om):
     w = geometry.eunn_fft_matrix(theta, phi, om)
     return jnp.sum(jnp.abs(w[:, 1] + w[2]) ** 2) + jnp.sum(jnp.real(w) * jnp.imag(w))
 
-  jtu.check_grads(f_fft, tuple(jnp.asarray(angles(rng, *s)) for s in [(2, 2), (2, 2), (n,)]),
+  jtu.check_grads(jax.jit(f_fft), tuple(jnp.asarray(angles(rng, *s)) for s in [(2, 2), (2, 2), (n,)]),
                   order=1, modes=("rev",), atol=1e-6, rtol=1e-6, eps=1e-6)
 
 
@@ -433,7 +433,7 @@ def test_rnn_scan_modrelu_split_gradient_x64(x64):
   np.testing.assert_allclose(f(*args), ref(*args), rtol=1e-12)
   jax.tree_util.tree_map(lambda a, c: np.testing.assert_allclose(a, c, rtol=1e-9, atol=1e-12),
                          jax.grad(f, (0, 1, 2, 3))(*args), jax.grad(ref, (0, 1, 2, 3))(*args))
-  jtu.check_grads(f, args, order=1, modes=("rev",), atol=1e-6, rtol=1e-6, eps=1e-6)
+  jtu.check_grads(jax.jit(f), args, order=1, modes=("rev",), atol=1e-6, rtol=1e-6, eps=1e-6)
   with pytest.raises(ValueError, match="rnn_scan: with activation='modrelu_split'"):
     fused.rnn_scan(args[0], args[1], args[2], jnp.zeros((n2,)), activation="modrelu_split")
 

@@ -152,7 +152,7 @@ def test_rnn_check_grads_finite_differences(activation, x64):
   kernel, u, h0, bias = data(3)
   f = objective(lambda k, u, h, b: fused.rnn_scan(k, u, h, b, activation=activation,
                                                   unroll=2))
-  jtu.check_grads(f, (kernel, u, h0, bias), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
+  jtu.check_grads(jax.jit(f), (kernel, u, h0, bias), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
 
 
 # ------------------------------------------------------------------- Euler scans
@@ -201,7 +201,7 @@ def test_euler_grads_float32_and_finite_differences(gated, x64):
   fn = fused.gated_euler_scan if gated else fused.euler_scan
   kernel, u, h0, _ = data(6, width=2 if gated else 1)
   f = objective(lambda k, u, h: fn(k, u, h, epsilon=0.5, store="activation"))
-  jtu.check_grads(f, (kernel, u, h0), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
+  jtu.check_grads(jax.jit(f), (kernel, u, h0), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
   with jax.enable_x64(False):
     args32 = tuple(jnp.asarray(a, jnp.float32) for a in (kernel, u, h0))
     f32 = objective(lambda k, u, h: fn(k, u, h, epsilon=0.5))

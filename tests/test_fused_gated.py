@@ -116,7 +116,7 @@ def test_ncgru_check_grads_finite_differences_x64(x64):
   bias_c = jnp.asarray([0.2, -0.1, 0.3, 0.05])  # no unit near modReLU's kink
   w = jnp.asarray(np.random.default_rng(1).standard_normal((T, 2, N)))
   f = lambda *a: _loss(fused_gated.ncgru_scan(*a), w)
-  jtu.check_grads(f, (kernel_ru, kernel_c, bias_c, u, h0), order=1, modes=("rev",),
+  jtu.check_grads(jax.jit(f), (kernel_ru, kernel_c, bias_c, u, h0), order=1, modes=("rev",),
                   atol=1e-6, rtol=1e-6)
 
 
@@ -189,7 +189,7 @@ def test_check_grads_finite_differences_x64(cell, x64):
   fused = fused_gated.lstm_scan if cell == "lstm" else fused_gated.gru_scan
   w = jnp.asarray(np.random.default_rng(1).standard_normal((T, 2, N)))
   f = lambda *a: _loss(fused(*a), w)
-  jtu.check_grads(f, (kernel, bias, u, carry), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
+  jtu.check_grads(jax.jit(f), (kernel, bias, u, carry), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
 
 
 def test_several_batch_axes_and_seq_lengths():

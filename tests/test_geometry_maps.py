@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.linalg
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax.test_util import check_grads
 
@@ -31,6 +31,7 @@ seeds = st.integers(min_value=0, max_value=2**31 - 1)
 norms = st.floats(min_value=1e-3, max_value=1e2)
 
 
+@settings(max_examples=12)  # eager maps, one dispatch per op: the slowest property tests
 @given(sizes, seeds, norms)
 def test_orthogonality_float32_over_norms(n, seed, norm):
   a = jnp.asarray(random_skew(n, seed, norm))
@@ -40,6 +41,7 @@ def test_orthogonality_float32_over_norms(n, seed, norm):
     assert float(g.orthogonality_error(w)) <= 1e-5
 
 
+@settings(max_examples=12)
 @given(st.sampled_from([2, 3, 9, 16]), seeds, st.floats(1e-2, 5.0))
 def test_maps_match_scipy(n, seed, norm):
   a = random_skew(n, seed, norm, np.float64)
@@ -129,7 +131,7 @@ MAPS = {
 def test_check_grads(name, x64):
   a = jnp.asarray(random_skew(4, 11, 0.8, np.float64)) + 0.1 * jnp.asarray(
       np.random.default_rng(2).standard_normal((4, 4)))
-  check_grads(MAPS[name], (a,), order=2 if name == "cayley" else 1, modes=("fwd", "rev"))
+  check_grads(jax.jit(MAPS[name]), (a,), order=2 if name == "cayley" else 1, modes=("fwd", "rev"))
 
 
 def test_cayley_derivatives_equal_those_of_the_solve_formula_x64(x64):
@@ -153,10 +155,10 @@ def test_cayley_derivatives_equal_those_of_the_solve_formula_x64(x64):
 
 def test_check_grads_tau_and_neumann(x64):
   gen = jnp.asarray(np.random.default_rng(0).standard_normal((4, 4)))
-  check_grads(lambda t: g.midpoint(gen, t), (jnp.asarray(0.3),), order=1, modes=("rev",))
-  check_grads(lambda t: g.euler(gen, t), (jnp.asarray(0.3),), order=1, modes=("rev",))
+  check_grads(jax.jit(lambda t: g.midpoint(gen, t)), (jnp.asarray(0.3),), order=1, modes=("rev",))
+  check_grads(jax.jit(lambda t: g.euler(gen, t)), (jnp.asarray(0.3),), order=1, modes=("rev",))
   inv = g.cayley_inverse(jnp.asarray(random_skew(4, 1, 0.5, np.float64)))
-  check_grads(lambda d: g.neumann_inverse_update(inv, d, 2), (0.05 * gen,), order=1,
+  check_grads(jax.jit(lambda d: g.neumann_inverse_update(inv, d, 2)), (0.05 * gen,), order=1,
               modes=("fwd", "rev"))
 
 
@@ -227,8 +229,8 @@ def test_expm_taylor_batched_matches_each_matrix():
 
 def test_expm_taylor_grads_both_modes(x64):
   a = jnp.asarray(np.random.default_rng(1).standard_normal((5, 5)))
-  check_grads(g.expm_taylor, (a,), order=1, modes=("fwd", "rev"), atol=1e-6, rtol=1e-6)
-  check_grads(g.expm_taylor, (4.0 * a,), order=1, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
+  check_grads(jax.jit(g.expm_taylor), (a,), order=1, modes=("fwd", "rev"), atol=1e-6, rtol=1e-6)
+  check_grads(jax.jit(g.expm_taylor), (4.0 * a,), order=1, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
 
 
 def test_expm_methods_agree_and_auto_picks_by_dtype(x64):

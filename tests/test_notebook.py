@@ -1,6 +1,5 @@
 """notebooks/quickstart.ipynb runs top to bottom (with a few training steps)."""
 
-import os
 import pathlib
 
 import pytest
