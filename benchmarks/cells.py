@@ -30,6 +30,12 @@ Two columns explain what a ratio to the floor can be (``--explain``):
   activation): the FLOP floor of a GRU / NC-GRU (k = 3) or an LSTM (k = 4). Its ratio to
   the tanh floor is a lower bound of the ratio any implementation of such a cell reaches.
 
+The file given by ``--out`` is rewritten after every setting (a crash loses at most the
+setting it was in) and ends with two matrices, cells x settings: ``layer / floor`` and
+``layer / own floor``, the own floor being the tanh floor at the cell's state width for a
+complex cell, ``products x k`` for a gated cell with ``k`` recurrent kernels (GRU, NC-GRU,
+GORU: 3; LSTM: 4; needs ``--explain``), and the tanh floor otherwise.
+
 Default grid: hidden ``n`` in {128, 256, 512}, ``T`` in {200, 1000}, batch in {10, 128}
 (slow on a CPU: restrict it with the flags). Run as a script it sets
 ``OPENBLAS_NUM_THREADS=1`` unless already set (LAPACK solves otherwise contend with XLA's
@@ -57,6 +63,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from timing import time_interleaved  # noqa: E402  (benchmarks/timing.py)
 
 FLOOR = "rnn"
+# Recurrent kernels per step of the gated cells (their FLOP floor is ``products x k``).
+KERNELS = {"gru": 3, "ncgru": 3, "goru": 3, "lstm": 4}
 
 
 def build(name: str, n: int):
@@ -179,6 +187,7 @@ def main(argv=None) -> int:
             " layer faults / iter |\n"
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
   rows = []
+  medians = {}  # (n, T, batch) -> {row label: layer median ms}
   print(header, flush=True)
   fmt = lambda v: "-" if v is None else f"{v:.2f}"
   for n in args.n:
@@ -227,26 +236,70 @@ def main(argv=None) -> int:
                  f"{'-' if lay_faults is None else f'{lay_faults:.0f}'} |")
           rows.append(row)
           print(row, flush=True)
+        medians[(n, steps, batch)] = {nm: res[(nm, "layer")][0] for nm in labels
+                                      if (nm, "layer") in res}
+        medians[(n, steps, batch)][FLOOR] = floor
         del entries, res
-
-  if args.out:
-    dev = jax.devices()[0]
-    try:
-      load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
-    except OSError:
-      load = "?"
-    meta = (f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on "
-            f"{dev.platform} ({dev.device_kind}; {platform.processor() or platform.machine()}, "
-            f"{os.cpu_count()} logical CPUs, load average at the end {load}), "
-            f"jax {jax.__version__}, OPENBLAS_NUM_THREADS="
-            f"{os.environ.get('OPENBLAS_NUM_THREADS')}, allocator settings "
-            f"{_malloc_env() or 'default'}; median (and min) of {args.repeats} "
-            f"interleaved jitted training iterations (forward + backward + SGD), input size "
-            f"{args.input_size}, fused={args.fused}; ratios use medians.\n"
-            f"Command: python benchmarks/cells.py {' '.join(argv if argv is not None else sys.argv[1:])}\n\n")
-    with open(args.out, "w") as f:
-      f.write(meta + header + "\n" + "\n".join(rows) + "\n")
+        if args.out:  # after every setting: a crash loses at most the setting it was in
+          _write(args.out, argv, args, header, rows, medians)
   return 0
+
+
+def own_floor(name: str, n: int, table: dict) -> tuple[str, float] | None:
+  """``(label, ms)`` of the floor a cell is held to: the tanh floor at its state width
+  (complex cells), ``products x k`` for a gated cell with ``k`` recurrent kernels (when
+  measured), else the tanh floor at ``n``."""
+  width = getattr(build(name, n), "state_size", n)
+  if width != n:
+    label = f"{FLOOR} at n = {width} (state width)"
+  elif name in KERNELS and f"products x {KERNELS[name]}" in table:
+    label = f"products x {KERNELS[name]}"
+  else:
+    label = FLOOR
+  return (label, table[label]) if label in table else None
+
+
+def summary(medians: dict) -> str:
+  """Two matrices (cells x settings): ``layer / floor`` and ``layer / own floor``."""
+  settings = list(medians)
+  cells = [c for c in dict.fromkeys(c for t in medians.values() for c in t)
+           if c in cells_lib.CELLS and c != FLOOR]
+  head = ("| cell | " + " | ".join(f"{n} / {t} / {b}" for n, t, b in settings) + " |\n"
+          "|---|" + "---:|" * len(settings))
+  out = []
+  for title, own in (("layer / floor (tanh RNN at the same n)", False),
+                     ("layer / own floor (complex: tanh RNN at the state width 2n; gated: "
+                      "products x k; others: the tanh floor)", True)):
+    lines = [f"{title}, columns n / T / batch:", "", head]
+    for c in cells:
+      vals = []
+      for (n, t, b) in settings:
+        table = medians[(n, t, b)]
+        ref = own_floor(c, n, table) if own else (FLOOR, table[FLOOR])
+        vals.append("-" if c not in table or ref is None else f"{table[c] / ref[1]:.2f}")
+      lines.append(f"| {c} | " + " | ".join(vals) + " |")
+    out.append("\n".join(lines))
+  return "\n\n".join(out) + "\n"
+
+
+def _write(path, argv, args, header, rows, medians):
+  """Writes the metadata line, the command, the per-setting rows and the summary."""
+  dev = jax.devices()[0]
+  try:
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+  except OSError:
+    load = "?"
+  meta = (f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on "
+          f"{dev.platform} ({dev.device_kind}; {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} logical CPUs, load average at the end {load}), "
+          f"jax {jax.__version__}, OPENBLAS_NUM_THREADS="
+          f"{os.environ.get('OPENBLAS_NUM_THREADS')}, allocator settings "
+          f"{_malloc_env() or 'default'}; median (and min) of {args.repeats} "
+          f"interleaved jitted training iterations (forward + backward + SGD), input size "
+          f"{args.input_size}, fused={args.fused}; ratios use medians.\n"
+          f"Command: python benchmarks/cells.py {' '.join(argv if argv is not None else sys.argv[1:])}\n\n")
+  with open(path, "w") as f:
+    f.write(meta + header + "\n" + "\n".join(rows) + "\n\n" + summary(medians))
 
 
 if __name__ == "__main__":

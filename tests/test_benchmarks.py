@@ -69,6 +69,38 @@ def test_timing_budget_stops_every_entry_after_the_same_repetition():
   assert calls["a"] == calls["b"] == len(res["a"].seconds)
 
 
+def test_cells_summary_divides_each_cell_by_its_own_floor():
+  medians = {(4, 3, 2): {"rnn": 2.0, "antisymmetric": 2.2, "gru": 6.0, "products x 3": 3.0,
+                         "urnn": 8.0, "rnn at n = 8 (state width)": 4.0},
+             (4, 3, 5): {"rnn": 1.0, "gru": 5.0}}  # no products floor measured here
+  text = cells_bench.summary(medians)
+  plain, own = text.split("layer / own floor")
+  assert "| cell | 4 / 3 / 2 | 4 / 3 / 5 |" in plain
+  assert "| antisymmetric | 1.10 | - |" in plain and "| antisymmetric | 1.10 | - |" in own
+  assert "| gru | 3.00 | 5.00 |" in plain and "| gru | 2.00 | 5.00 |" in own
+  assert "| urnn | 4.00 | - |" in plain and "| urnn | 2.00 | - |" in own
+  assert "products" not in plain.split("|---|")[1] and "| rnn |" not in text
+
+
+def test_cells_benchmark_keeps_finished_settings_when_a_later_one_fails(tmp_path, monkeypatch):
+  calls = []
+
+  def fake_timing(entries, repeats, warmup):
+    calls.append(len(calls))
+    if len(calls) == 2:
+      raise RuntimeError("killed in the second setting")
+    return {k: timing.Timing([1e-3 * (1 + i)], 0.0) for i, k in enumerate(entries)}
+
+  monkeypatch.setattr(cells_bench, "time_interleaved", fake_timing)
+  out = tmp_path / "cells.md"
+  with pytest.raises(RuntimeError, match="second setting"):
+    cells_bench.main(["--cells", "antisymmetric", "--n", "4", "--T", "2", "--batch", "2", "3",
+                      "--repeats", "1", "--paths", "layer", "--out", str(out)])
+  text = out.read_text()
+  assert "| antisymmetric | 4 | 2 | 2 |" in text and "| 4 | 2 | 3 |" not in text
+  assert "| antisymmetric | 2.00 |" in text  # its summary: 2 ms / the floor's 1 ms
+
+
 def test_cells_benchmark_rejects_unknown_cell():
   with pytest.raises(SystemExit):
     cells_bench.main(["--cells", "transformer"])
