@@ -19,8 +19,8 @@ def test_cells_benchmark_writes_every_requested_row(tmp_path):
                          "--repeats", "1", "--warmup", "0", "--fused", "--explain",
                          "--out", str(out)])
   assert rc == 0
-  text = out.read_text()
-  assert "fused=True" in text
+  text, summary = out.read_text().split("layer / floor (")
+  assert "fused=True" in text and "| antisymmetric |" in summary and "| gru |" in summary
   rows = [r for r in text.splitlines() if r.startswith("| ") and "---" not in r][1:]
   labels = [r.split("|")[1].strip() for r in rows]
   assert labels == ["antisymmetric", "gru", "products x 1", "products x 3", "products x 4"]
@@ -36,7 +36,8 @@ def test_cells_benchmark_adds_the_state_width_floor_for_complex_cells(tmp_path):
   assert cells_bench.main(["--cells", "urnn", "goru", "--n", "4", "--T", "3", "--batch", "2",
                            "--repeats", "1", "--warmup", "0", "--paths", "layer",
                            "--out", str(out)]) == 0
-  rows = [r for r in out.read_text().splitlines() if r.startswith("| ") and "---" not in r][1:]
+  text = out.read_text().split("layer / floor (")[0]  # the per-setting rows, not the summary
+  rows = [r for r in text.splitlines() if r.startswith("| ") and "---" not in r][1:]
   assert [r.split("|")[1].strip() for r in rows] == ["urnn", "goru",
                                                      "rnn at n = 8 (state width)"]
 
