@@ -36,7 +36,9 @@ setting it was in) and ends with two matrices, cells x settings: ``layer / floor
 complex cell, ``products x k`` for a gated cell with ``k`` recurrent kernels (GRU, NC-GRU,
 GORU: 3; LSTM: 4; needs ``--explain``), and the tanh floor otherwise.
 
-Default grid: hidden ``n`` in {128, 256, 512}, ``T`` in {200, 1000}, batch in {10, 128}
+Rows: every registered cell (:data:`lvf_jax.cells.CELLS`) and the ``VARIANTS``
+``eurnn_fft`` / ``goru_fft`` (the FFT-style EUNN of the EURNN and GORU papers, ``n`` a
+power of 2). Default grid: hidden ``n`` in {128, 256, 512}, ``T`` in {200, 1000}, batch in {10, 128}
 (slow on a CPU: restrict it with the flags). Run as a script it sets
 ``OPENBLAS_NUM_THREADS=1`` unless already set (LAPACK solves otherwise contend with XLA's
 threads, see docs/RESULTS.md, issue 7). Example::
@@ -63,13 +65,31 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from timing import time_interleaved  # noqa: E402  (benchmarks/timing.py)
 
 FLOOR = "rnn"
+# Rows for configurations of a registered cell: row name -> (cell, constructor arguments).
+# The FFT-style EUNN (log2 n butterfly layers instead of ``capacity``) changes only the
+# per-sequence ``prepare``; it needs n a power of 2.
+VARIANTS = {"eurnn_fft": ("eurnn", {"fft": True}), "goru_fft": ("goru", {"fft": True})}
 # Recurrent kernels per step of the gated cells (their FLOP floor is ``products x k``).
-KERNELS = {"gru": 3, "ncgru": 3, "goru": 3, "lstm": 4}
+KERNELS = {"gru": 3, "ncgru": 3, "goru": 3, "goru_fft": 3, "lstm": 4}
 
 
 def build(name: str, n: int):
+  """The cell of row ``name`` (a registered cell or one of ``VARIANTS``) at hidden size n."""
+  if name in VARIANTS:
+    cell, kw = VARIANTS[name]
+    return cells_lib.make_cell(cell, n, **kw)
   kw = {"lvf": dict(integrator="midpoint", tau=1.0)}.get(name, {})
   return cells_lib.make_cell(name, n, **kw)
+
+
+def runs_at(name: str, n: int) -> bool:
+  """Whether row ``name`` exists at hidden size ``n`` (nnRNN's Schur form needs n even, the
+  FFT-style EUNN a power of 2)."""
+  if name == "nnrnn":
+    return n % 2 == 0
+  if name in VARIANTS and VARIANTS[name][1].get("fft"):
+    return n & (n - 1) == 0
+  return True
 
 
 def training_step(module, x, lr: float = 1e-3):
@@ -163,8 +183,9 @@ def _malloc_env() -> str:
 
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--cells", nargs="+", default=sorted(cells_lib.CELLS),
-                      choices=sorted(cells_lib.CELLS))
+  rows_all = sorted(cells_lib.CELLS) + sorted(VARIANTS)
+  parser.add_argument("--cells", nargs="+", default=rows_all, choices=rows_all,
+                      help="registered cells and the variants " + ", ".join(sorted(VARIANTS)))
   parser.add_argument("--n", nargs="+", type=int, default=[128, 256, 512])
   parser.add_argument("--T", nargs="+", type=int, default=[200, 1000])
   parser.add_argument("--batch", nargs="+", type=int, default=[10, 128])
@@ -194,7 +215,7 @@ def main(argv=None) -> int:
     for steps in args.T:
       for batch in args.batch:
         x = jax.random.normal(jax.random.key(2), (batch, steps, args.input_size))
-        names = [FLOOR] + [c for c in args.cells if c != FLOOR and not (c == "nnrnn" and n % 2)]
+        names = [FLOOR] + [c for c in args.cells if c != FLOOR and runs_at(c, n)]
         entries = {}
         for name in names:
           if "layer" in args.paths or name == FLOOR:
@@ -263,7 +284,7 @@ def summary(medians: dict) -> str:
   """Two matrices (cells x settings): ``layer / floor`` and ``layer / own floor``."""
   settings = list(medians)
   cells = [c for c in dict.fromkeys(c for t in medians.values() for c in t)
-           if c in cells_lib.CELLS and c != FLOOR]
+           if (c in cells_lib.CELLS or c in VARIANTS) and c != FLOOR]
   head = ("| cell | " + " | ".join(f"{n} / {t} / {b}" for n, t, b in settings) + " |\n"
           "|---|" + "---:|" * len(settings))
   out = []

@@ -102,6 +102,24 @@ def test_cells_benchmark_keeps_finished_settings_when_a_later_one_fails(tmp_path
   assert "| antisymmetric | 2.00 |" in text  # its summary: 2 ms / the floor's 1 ms
 
 
+def test_cells_benchmark_times_the_fft_variants_where_n_is_a_power_of_two(tmp_path,
+                                                                          monkeypatch):
+  assert cells_bench.build("eurnn_fft", 8).fft and cells_bench.build("goru_fft", 8).fft
+  assert not cells_bench.build("eurnn", 8).fft
+  monkeypatch.setattr(cells_bench, "time_interleaved", lambda entries, repeats, warmup: {
+      k: timing.Timing([1e-3 * (1 + i)], 0.0) for i, k in enumerate(entries)})
+  out = tmp_path / "cells.md"
+  assert cells_bench.main(["--cells", "eurnn_fft", "goru_fft", "nnrnn", "--n", "6", "4",
+                           "--T", "2", "--batch", "2", "--repeats", "1", "--paths", "layer",
+                           "--explain", "--out", str(out)]) == 0
+  rows = out.read_text().split("layer / floor (")[0]
+  for name in ("eurnn_fft", "goru_fft"):
+    assert f"| {name} | 4 | 2 | 2 |" in rows and f"| {name} | 6 |" not in rows
+  assert "| nnrnn | 6 | 2 | 2 |" in rows and "| nnrnn | 4 | 2 | 2 |" in rows  # n even
+  own = out.read_text().split("layer / own floor")[1]
+  assert "| eurnn_fft | - | " in own and "| goru_fft | - | " in own  # not run at n = 6
+
+
 def test_cells_benchmark_rejects_unknown_cell():
   with pytest.raises(SystemExit):
     cells_bench.main(["--cells", "transformer"])
@@ -126,3 +144,18 @@ def test_timing_rotates_the_order_so_no_entry_is_always_first():
   timing.time_interleaved({k: (record(k), None) for k in "abc"}, 3, 0)
   assert [order[i * 3] for i in range(3)] == ["a", "b", "c"]
   assert sorted(order) == sorted("abc" * 3)
+
+
+def test_gated_input_variants_compute_one_gru_and_the_script_runs(capsys):
+  import numpy as np
+  import gated_input
+  x, fns = gated_input.forwards(6, 5, 3, 4)
+  gru = ("hoisted", "hoisted, three arrays", "hoisted, split before the loop", "in loop")
+  ref = np.asarray(fns["in loop"](x))
+  assert ref.shape == (5, 3, 6) and np.abs(ref).max() > 1e-3
+  for k in gru:
+    np.testing.assert_allclose(np.asarray(fns[k](x)), ref, rtol=1e-5, atol=1e-6, err_msg=k)
+  assert gated_input.main(["--n", "4", "--T", "3", "--batch", "2", "--repeats", "2",
+                           "--warmup", "0"]) == 0
+  rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| ") and "---" not in r]
+  assert [r.split("|")[1].strip() for r in rows[1:]] == list(fns)

@@ -5,8 +5,9 @@ Same design as :func:`lvf_jax.layers.fused.rnn_scan`: the forward ``lax.scan`` d
 ``(B, n) x (n, k n)`` product per step (the ``k`` recurrent kernels concatenated) and stores
 the gate activations; the backward ``lax.scan`` propagates only the state cotangents (one
 ``(B, k n) x (k n, n)`` product per step) and emits the pre-activation cotangents ``dZ``;
-after it, ``dK = sum_t h_{t-1}^T dz_t`` is **one** ``(n, T B) x (T B, k n)`` product and
-the recurrent-bias gradient one reduction. The input cotangent is ``dZ`` (restricted to the
+after it, ``dK = sum_t h_{t-1}^T dz_t`` is **one** ``(n, T B) x (T B, k n)`` product (the
+GRU / NC-GRU: one per kernel block, the same FLOPs) and the recurrent-bias gradient one
+reduction. The input cotangent is ``dZ`` (restricted to the
 input's columns), so the caller's autodiff turns the hoisted input projection's gradient
 into one large product too. Plain autodiff of the same scan computes a small weight-gradient
 product at every step instead (issue 7).
@@ -20,11 +21,20 @@ biases, ``u_t`` the projected input with the input biases):
   Residuals: the four gates and the cell states, ``5 T B n`` floats besides the outputs.
 * :func:`gru_scan` -- ``a = h K + b``, ``r = sigmoid(u^r_t + a_r)``, ``z = sigmoid(u^z_t +
   a_z)``, ``m = tanh(u^m_t + r a_m)``, ``h' = (1 - z) m + z h``. Residuals: ``r, z, m, a_m``,
-  ``4 T B n`` floats. With ``candidate='modrelu'`` the candidate is ``modReLU(u^m_t +
-  r a_m, b_c)``: the GORU (Jing et al. 2019), whose reset gate also acts after the product.
+  ``4 T B n`` floats; after the loop ``dK`` is three ``(n, T B) x (T B, n)`` products.
+  With ``candidate='modrelu'`` the candidate is ``modReLU(u^m_t + r a_m, b_c)``: the GORU
+  (Jing et al. 2019), whose reset gate also acts after the product.
 * :func:`ncgru_scan` -- :class:`lvf_jax.cells.NCGRUCell` (NC-GRU eq 19): the reset gate
   acts *before* the candidate's product, so two sequential products per step; residuals
   ``r, z, c``.
+
+Inputs as separate arrays: ``gru_scan`` and ``ncgru_scan`` split ``u`` into its three
+``(T, B, n)`` parts before the loop and keep their residuals as separate stacked arrays.
+A step that reads ``u_t`` from one ``(T, B, 3n)`` array and splits it fuses the dynamic
+slice and the column slices into its elementwise fusion; on XLA:CPU that forward loop took
+1.7-2.4 times as long as one reading three arrays (``benchmarks/gated_input.py``;
+docs/RESULTS.md, issue 3, session 10). The LSTM adds ``u_t`` to the whole pre-activation
+before its split and measured no gain from the same change, so it keeps one array.
 
 Masking (``mask`` / ``seq_lengths``), ``reverse`` and the flattening of several batch axes
 follow :func:`lvf_jax.layers.fused.rnn_scan`: where the mask is False the carry is frozen
@@ -162,18 +172,21 @@ def _gru_core(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll):
 
 
 def _gru_forward(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll):
+  """``u = (u^r, u^z, u^m)``: three ``(T, B, n)`` arrays. A step that read one ``(T, B, 3n)``
+  array and split ``u_t`` in three ran twice as slow on XLA:CPU (the dynamic slice and the
+  column slices fused into the step's elementwise fusion; benchmarks/gated_input.py), so
+  the inputs come in as three arrays and the residuals ``r, z, m, a_m`` leave as four."""
   def body(h, xs):
-    u_t, m_t = xs
+    (u_r, u_z, u_m), m_t = xs
     a = jnp.dot(h, kernel)
     if bias is not None:
       a = a + bias[None, :]
     a_r, a_z, a_m = jnp.split(a, 3, axis=-1)
-    u_r, u_z, u_m = jnp.split(u_t, 3, axis=-1)
     r = jax.nn.sigmoid(u_r + a_r)
     z = jax.nn.sigmoid(u_z + a_z)
     m = _act_fwd(candidate, u_m + r * a_m, cbias)  # tanh (GRU) | modReLU (GORU)
     h_new = _masked(m_t, (1.0 - z) * m + z * h, h)
-    return h_new, (h_new, jnp.concatenate([r, z, m, a_m], axis=-1))
+    return h_new, (h_new, (r, z, m, a_m))
 
   _, (hs, acts) = jax.lax.scan(body, h0, (u, mask), reverse=reverse, unroll=unroll)
   return hs, acts
@@ -193,8 +206,7 @@ def _gru_bwd(candidate, reverse, unroll, res, cts):
 
   def body(carry, xs):
     dh, dcb = carry
-    acts_t, hp_t, dy_t, m_t = xs
-    r, z, m, a_m = jnp.split(acts_t, 4, axis=-1)
+    (r, z, m, a_m), hp_t, dy_t, m_t = xs
     g = dh + dy_t
     gv = _valid_cotangent(m_t, g)
     d_pre_m = gv * (1.0 - z)
@@ -205,18 +217,20 @@ def _gru_bwd(candidate, reverse, unroll, res, cts):
       dcb = dcb + _modrelu_bias_cotangent(d_pre_m, m)
     d_pre_r = d_pre_m * a_m * r * (1.0 - r)
     d_pre_z = gv * (hp_t - m) * z * (1.0 - z)
-    du = jnp.concatenate([d_pre_r, d_pre_z, d_pre_m], axis=-1)
     da = jnp.concatenate([d_pre_r, d_pre_z, d_pre_m * r], axis=-1)
     dh_prev = gv * z + jnp.dot(da, kernel_t)
     if m_t is not None:
       dh_prev = dh_prev + _padded_carry_cotangent(m_t, g)
-    return (dh_prev, dcb), (du, da)
+    return (dh_prev, dcb), (d_pre_r, d_pre_z, d_pre_m)
 
   dcb0 = jnp.zeros_like(cbias) if has_cbias else None
-  (dh0, d_cbias), (du, da) = jax.lax.scan(body, (dh_last, dcb0), (acts, h_prev, dhs, mask),
-                                          reverse=not reverse, unroll=unroll)
-  d_kernel = _big_matmul_tn(h_prev, da)
-  d_bias = None if bias is None else jnp.sum(da, axis=(0, 1))
+  (dh0, d_cbias), du = jax.lax.scan(body, (dh_last, dcb0), (acts, h_prev, dhs, mask),
+                                    reverse=not reverse, unroll=unroll)
+  da_m = du[2] * acts[0]  # the candidate's recurrent part is gated by r
+  d_kernel = jnp.concatenate([_big_matmul_tn(h_prev, du[0]), _big_matmul_tn(h_prev, du[1]),
+                              _big_matmul_tn(h_prev, da_m)], axis=-1)
+  d_bias = None if bias is None else jnp.concatenate(
+      [jnp.sum(du[0], axis=(0, 1)), jnp.sum(du[1], axis=(0, 1)), jnp.sum(da_m, axis=(0, 1))])
   return d_kernel, d_bias, d_cbias, du, dh0, None
 
 
@@ -260,7 +274,8 @@ def gru_scan(kernel: Array, bias: Optional[Array], u: Array, h0: Array, *,
           f"{fn}: argument 'candidate_bias' must have shape ({h02.shape[-1]},) and needs "
           f"candidate='modrelu'; got shape {cbias.shape} with candidate={candidate!r}.")
     cbias = cbias.astype(u2.dtype)
-  h_last, hs = _gru_core(kernel, bias, cbias, u2, h02, mask2, candidate, bool(reverse), unroll)
+  u3 = tuple(jnp.split(u2, 3, axis=-1))
+  h_last, hs = _gru_core(kernel, bias, cbias, u3, h02, mask2, candidate, bool(reverse), unroll)
   return _finish(h_last, hs, mask2, batch_shape)
 
 
@@ -274,15 +289,14 @@ def _ncgru_core(kernel_ru, kernel_c, bias_c, u, h0, mask, reverse, unroll):
 
 
 def _ncgru_forward(kernel_ru, kernel_c, bias_c, u, h0, mask, reverse, unroll):
-  def body(h, xs):
-    u_t, m_t = xs
-    u_r, u_z, u_c = jnp.split(u_t, 3, axis=-1)
+  def body(h, xs):  # u = three (T, B, n) arrays, residuals out as three (see _gru_forward)
+    (u_r, u_z, u_c), m_t = xs
     g_r, g_z = jnp.split(jnp.dot(h, kernel_ru), 2, axis=-1)
     r = jax.nn.sigmoid(u_r + g_r)
     z = jax.nn.sigmoid(u_z + g_z)
     c = _act_fwd("modrelu", u_c + jnp.dot(r * h, kernel_c), bias_c)
     h_new = _masked(m_t, (1.0 - z) * h + z * c, h)
-    return h_new, (h_new, jnp.concatenate([r, z, c], axis=-1))
+    return h_new, (h_new, (r, z, c))
 
   _, (hs, acts) = jax.lax.scan(body, h0, (u, mask), reverse=reverse, unroll=unroll)
   return hs, acts
@@ -296,13 +310,11 @@ def _ncgru_fwd(kernel_ru, kernel_c, bias_c, u, h0, mask, reverse, unroll):
 def _ncgru_bwd(reverse, unroll, res, cts):
   kernel_ru, kernel_c, h0, mask, hs, acts = res
   dh_last, dhs = cts
-  n = h0.shape[-1]
   kernel_ru_t, kernel_c_t = kernel_ru.T, kernel_c.T
   h_prev = _prev_states(h0, hs, reverse)
 
   def body(dh, xs):
-    acts_t, hp_t, dy_t, m_t = xs
-    r, z, c = jnp.split(acts_t, 3, axis=-1)
+    (r, z, c), hp_t, dy_t, m_t = xs
     g = dh + dy_t
     gv = _valid_cotangent(m_t, g)
     d_p = gv * z * _act_grad_from_output("modrelu", c, True)  # modReLU' read off c
@@ -313,14 +325,15 @@ def _ncgru_bwd(reverse, unroll, res, cts):
     dh_prev = gv * (1.0 - z) + d_q * r + jnp.dot(d_pre_rz, kernel_ru_t)
     if m_t is not None:
       dh_prev = dh_prev + _padded_carry_cotangent(m_t, g)
-    return dh_prev, jnp.concatenate([d_pre_rz, d_p], axis=-1)
+    return dh_prev, (d_pre_r, d_pre_z, d_p)
 
   dh0, du = jax.lax.scan(body, dh_last, (acts, h_prev, dhs, mask), reverse=not reverse,
                          unroll=unroll)
-  d_pre_rz, d_p = du[..., :2 * n], du[..., 2 * n:]
-  d_kernel_ru = _big_matmul_tn(h_prev, d_pre_rz)
-  d_kernel_c = _big_matmul_tn(acts[..., :n] * h_prev, d_p)
-  d_bias_c = jnp.sum(d_p * jnp.sign(acts[..., 2 * n:]), axis=(0, 1))
+  d_pre_r, d_pre_z, d_p = du
+  d_kernel_ru = jnp.concatenate([_big_matmul_tn(h_prev, d_pre_r),
+                                 _big_matmul_tn(h_prev, d_pre_z)], axis=-1)
+  d_kernel_c = _big_matmul_tn(acts[0] * h_prev, d_p)
+  d_bias_c = jnp.sum(d_p * jnp.sign(acts[2]), axis=(0, 1))
   return d_kernel_ru, d_kernel_c, d_bias_c, du, dh0, None
 
 
@@ -368,7 +381,8 @@ def ncgru_scan(kernel_ru: Array, kernel_c: Array, bias_c: Array, u: Array, h0: A
                      f"{kernel_c.shape}.")
   if bias_c.shape != (n,):
     raise ValueError(f"{fn}: argument 'bias_c' must have shape ({n},); got {bias_c.shape}.")
-  h_last, hs = _ncgru_core(kernel_ru, kernel_c.astype(u2.dtype), bias_c.astype(u2.dtype), u2,
+  u3 = tuple(jnp.split(u2, 3, axis=-1))
+  h_last, hs = _ncgru_core(kernel_ru, kernel_c.astype(u2.dtype), bias_c.astype(u2.dtype), u3,
                            h02, mask2, bool(reverse), unroll)
   return _finish(h_last, hs, mask2, batch_shape)
 
