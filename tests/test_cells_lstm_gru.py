@@ -125,3 +125,40 @@ def test_bfloat16_inputs_compute_in_float32_and_bad_input_raises(cls):
     cell.apply(variables, carry, jnp.ones((B, M + 1)))
   with pytest.raises(ValueError, match=f"{cls.__name__}: argument 'features'"):
     cls(0).init(jax.random.key(1), carry, x)
+
+
+@pytest.mark.parametrize("name", ["gru", "goru", "ncgru"])
+def test_gated_cells_project_three_arrays_and_step_takes_either_form(name):
+  """GRU, GORU and NC-GRU project their inputs into three (..., n) arrays (one product per
+  gate block, biases folded in); the step gives the same state from the three arrays and
+  from them concatenated, and rejects anything else."""
+  cell = cells.make_cell(name, N)
+  x = jax.random.normal(jax.random.key(0), (T, B, M))
+  h = jax.random.normal(jax.random.key(2), (B, N))
+  params = cell.init(jax.random.key(3), h, x[0])["params"]
+  # random biases, so that the folding of each block's bias is checked
+  params = jax.tree_util.tree_map_with_path(
+      lambda path, v: v + 0.3 * jax.random.normal(jax.random.key(len(str(path))), v.shape)
+      if "bias" in str(path[-1]) else v, params)
+  v = {"params": params}
+  u = cell.apply(v, x, method=lambda c, xx: c.project_inputs(xx))
+  assert isinstance(u, tuple) and [a.shape for a in u] == [(T, B, N)] * 3
+  p = jax.tree_util.tree_map(np.asarray, params)
+  xn = np.asarray(x)
+  if name == "gru":
+    want = [xn @ p[f"i{g}"]["kernel"] + p[f"i{g}"]["bias"] for g in "rzn"]
+  else:
+    k = p["input"]["kernel"]
+    b_z = p["bias_z"] if name == "goru" else p["bias_u"]
+    want = [xn @ k[:, :N] + p["bias_r"], xn @ k[:, N:2 * N] + b_z, xn @ k[:, 2 * N:]]
+  for got, w in zip(u, want):
+    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)
+  prep = cell.apply(v, method=lambda c: c.prepare())
+  u0 = tuple(a[0] for a in u)
+  a = cell.step(prep, h, u0)[0]
+  b = cell.step(prep, h, jnp.concatenate(u0, axis=-1))[0]
+  np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+  with pytest.raises(ValueError, match="projected inputs must be 3 arrays"):
+    cell.step(prep, h, u0[:2])
+  with pytest.raises(ValueError, match="projected inputs must be 3 arrays"):
+    cell.step(prep, h, u0[0])

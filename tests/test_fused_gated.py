@@ -221,3 +221,36 @@ def test_bad_arguments_raise():
     fused_gated.gru_scan(kernel[:, :3 * N], bias[:3 * N], u, h0)
   with pytest.raises(ValueError, match="gru_scan: argument 'unroll'"):
     fused_gated.gru_scan(kernel[:, :3 * N], bias[:3 * N], u[..., :3 * N], h0, unroll=0)
+
+
+@pytest.mark.parametrize("scan", ["gru", "ncgru"])
+def test_three_input_arrays_equal_one_concatenated_array_x64(scan, x64):
+  """u as three (T, *batch, n) arrays (what the cells project) and as one (T, *batch, 3n)
+  array give the same outputs; the three cotangents are the blocks of the one."""
+  if scan == "gru":
+    kernel, bias, u, h0, _ = data(3)
+    run = lambda uu: fused_gated.gru_scan(kernel, bias, uu, h0, mask=mask_of(LENGTHS))
+  else:
+    kernel_ru, kernel_c, bias_c, u, h0 = ncgru_data()
+    run = lambda uu: fused_gated.ncgru_scan(kernel_ru, kernel_c, bias_c, uu, h0,
+                                            mask=mask_of(LENGTHS))
+  parts = tuple(jnp.split(u, 3, axis=-1))
+  w = jnp.asarray(np.random.default_rng(4).standard_normal((T, 3, N)))
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13),
+                         run(parts), run(u))
+  g_parts = jax.grad(lambda uu: _loss(run(uu), w))(parts)
+  g_one = jax.grad(lambda uu: _loss(run(uu), w))(u)
+  assert isinstance(g_parts, tuple) and len(g_parts) == 3
+  np.testing.assert_allclose(jnp.concatenate(g_parts, axis=-1), g_one, rtol=1e-12, atol=1e-13)
+
+
+def test_three_input_arrays_bad_arguments_raise():
+  kernel, bias, u, h0, _ = data(3)
+  a, b, c = jnp.split(u, 3, axis=-1)
+  with pytest.raises(ValueError, match="gru_scan: argument 'u' must be one array .* or 3 "
+                     "arrays .*; got a sequence of 2"):
+    fused_gated.gru_scan(kernel, bias, (a, b), h0)
+  with pytest.raises(ValueError, match="gru_scan: the 3 arrays of u must have one shape"):
+    fused_gated.gru_scan(kernel, bias, (a, b, c[:-1]), h0)
+  with pytest.raises(ValueError, match="gru_scan: argument 'u' must have 4 features"):
+    fused_gated.gru_scan(kernel, bias, (u, u, u), h0)

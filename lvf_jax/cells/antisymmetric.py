@@ -93,15 +93,7 @@ class AntisymmetricRNNCell(base.StructuredCell):
 def split_gated_inputs(u: Any, n: int) -> tuple[Array, Array]:
   """``(u_h, u_z)`` from the gated cell's projected inputs: the pair itself, or the halves
   of one ``(..., 2n)`` array ``[u_h | u_z]``. Raises ``ValueError`` for anything else."""
-  if isinstance(u, (tuple, list)):
-    if len(u) != 2:
-      raise ValueError(f"GatedAntisymmetricRNNCell: projected inputs must be a pair (u_h, "
-                       f"u_z); got a sequence of {len(u)} arrays.")
-    return u[0], u[1]
-  if u.shape[-1] != 2 * n:
-    raise ValueError(f"GatedAntisymmetricRNNCell: projected inputs must be a pair (u_h, u_z) "
-                     f"or one array of {2 * n} features [u_h | u_z]; got shape {u.shape}.")
-  return u[..., :n], u[..., n:]
+  return base.split_inputs("GatedAntisymmetricRNNCell", u, 2, n)
 
 
 class GatedAntisymmetricRNNCell(AntisymmetricRNNCell):

@@ -139,14 +139,12 @@ def _match_rank(b: Array, z: Array) -> Array:
   return jnp.reshape(b, (1,) * (z.ndim - b.ndim) + b.shape)
 
 
-def add_gate_biases(u: Array, *biases: Optional[Array]) -> Array:
-  """``u + [b_1 | b_2 | ...]`` over any leading axes, in ``u``'s dtype; a ``None`` block
-  adds nothing (its width is ``u``'s width over the number of blocks). The gated cells
-  fold their gate biases into the hoisted projection this way."""
-  width = u.shape[-1] // len(biases)
-  b = jnp.concatenate([jnp.zeros((width,), u.dtype) if x is None else x.astype(u.dtype)
-                       for x in biases])
-  return u + _match_rank(b, u)
+def add_gate_biases(u: tuple[Array, ...], *biases: Optional[Array]) -> tuple[Array, ...]:
+  """``(u_1 + b_1, u_2 + b_2, ...)`` over any leading axes, in each ``u_i``'s dtype; a
+  ``None`` bias adds nothing. The gated cells fold their gate biases into the hoisted
+  projections this way."""
+  return tuple(p if b is None else p + _match_rank(b.astype(p.dtype), p)
+               for p, b in zip(u, biases, strict=True))
 
 
 def activation_bias_init(name: str) -> Initializer:
@@ -209,6 +207,23 @@ class InputProjection(nn.Module):
         dense_over_leading_axes(x, kernel[:, i * w:(i + 1) * w],
                                 None if bias is None else bias[i * w:(i + 1) * w], dtype)
         for i in range(parts))
+
+
+def split_inputs(owner: str, u: Any, parts: int, n: int) -> tuple[Array, ...]:
+  """The ``parts`` blocks ``(..., n)`` of a cell's projected inputs: ``u`` itself when it is
+  a sequence of ``parts`` arrays (what the gated cells' ``project_inputs`` return), or the
+  equal column blocks of one ``(..., parts n)`` array. Raises ``ValueError`` naming
+  ``owner`` for anything else."""
+  what = "a pair of arrays" if parts == 2 else f"{parts} arrays"
+  if isinstance(u, (tuple, list)):
+    if len(u) != parts:
+      raise ValueError(f"{owner}: projected inputs must be {what} (..., {n}); got a sequence "
+                       f"of {len(u)} arrays.")
+    return tuple(u)
+  if u.shape[-1] != parts * n:
+    raise ValueError(f"{owner}: projected inputs must be {what} (..., {n}) or one array of "
+                     f"{parts * n} features; got shape {u.shape}.")
+  return tuple(u[..., i * n:(i + 1) * n] for i in range(parts))
 
 
 def input_dtype(u: Any) -> Any:

@@ -97,6 +97,7 @@ class _FlaxGatedCell(base.StructuredCell):
   GATES: ClassVar[tuple[str, ...]] = ()
   INPUT_BIAS: ClassVar[tuple[str, ...]] = ()   # gates whose input block has a bias
   HIDDEN_BIAS: ClassVar[tuple[str, ...]] = ()  # gates whose hidden block has a bias
+  SPLIT_INPUTS: ClassVar[bool] = False  # project_inputs: one array, or one per gate
 
   def setup(self):
     n = base.check_features(type(self).__name__, self.features)
@@ -122,14 +123,24 @@ class _FlaxGatedCell(base.StructuredCell):
     biases = [jnp.zeros((n,), dtype) if b is None else b for b in biases]
     return jnp.concatenate(kernels, axis=-1), jnp.concatenate(biases, axis=-1)
 
-  def project_inputs(self, x: Array) -> Array:
-    """``x @ [W_i<gate> ...] (+ input biases)``: ``(..., k n)``, one 2-D product."""
+  def project_inputs(self, x: Array) -> Any:
+    """``x @ [W_i<gate> ...] (+ input biases)``: one ``(..., k n)`` array from one 2-D
+    product, or with ``SPLIT_INPUTS`` the tuple of the ``k`` gate blocks ``(..., n)``,
+    one product each (the GRU: its fused scan reads three arrays, see
+    :mod:`lvf_jax.layers.fused_gated`)."""
     first = f"i{self.GATES[0]}"
     known = None
     if self.has_variable("params", first):
       known = self.get_variable("params", first)["kernel"].shape[0]
     x = base.check_inputs(type(self).__name__, x, known)
     dtype = self._compute_dtype(x)
+    if self.SPLIT_INPUTS:
+      out = []
+      for gate in self.GATES:
+        kernel, bias = getattr(self, f"i{gate}")(x.shape[-1])
+        out.append(base.dense_over_leading_axes(
+            x, kernel.astype(dtype), None if bias is None else bias.astype(dtype), dtype))
+      return tuple(out)
     kernel, bias = self._blocks("i", x.shape[-1], dtype)
     return base.dense_over_leading_axes(x, kernel, bias, dtype)
 
@@ -188,13 +199,15 @@ class GRUCell(_FlaxGatedCell):
   GATES = ("r", "z", "n")
   INPUT_BIAS = ("r", "z", "n")
   HIDDEN_BIAS = ("n",)
+  SPLIT_INPUTS = True
 
   @nn.nowrap
   def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
-    """``(h', h')`` from ``h`` and ``u = x [W_ir W_iz W_in] + [b_ir b_iz b_in]`` (pure)."""
+    """``(h', h')`` from ``h`` and ``u = (x W_ir + b_ir, x W_iz + b_iz, x W_in + b_in)``
+    (or those three concatenated; pure)."""
     a = carry @ prep["kernel"] + base._match_rank(prep["bias"], carry)
     a_r, a_z, a_n = jnp.split(a, 3, axis=-1)
-    u_r, u_z, u_n = jnp.split(u, 3, axis=-1)
+    u_r, u_z, u_n = base.split_inputs("GRUCell", u, 3, carry.shape[-1])
     r = self.gate_fn(u_r + a_r)
     z = self.gate_fn(u_z + a_z)
     cand = self.activation_fn(u_n + r * a_n)

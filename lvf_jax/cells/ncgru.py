@@ -100,16 +100,18 @@ class NCGRUCell(base.StructuredCell):
             "bias_c": self.bias_c}
     return base.cast_tree(prep, self._prep_dtype(dtype))
 
-  def project_inputs(self, x: Array) -> Array:
-    """``[x W_r + b_r | x W_u + b_u | x W_c]`` (``3n`` features)."""
-    return base.add_gate_biases(self.input(x, self._compute_dtype(x)), self.bias_r,
+  def project_inputs(self, x: Array) -> tuple[Array, Array, Array]:
+    """``(x W_r + b_r, x W_u + b_u, x W_c)``: three ``(..., n)`` arrays, one product each
+    (the fused scan reads three arrays, see :mod:`lvf_jax.layers.fused_gated`)."""
+    return base.add_gate_biases(self.input(x, self._compute_dtype(x), parts=3), self.bias_r,
                                 self.bias_u, None)
 
   @nn.nowrap
-  def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
-    """One NC-GRU step (pure), row form."""
+  def step(self, prep: Any, carry: Array, u: Any) -> tuple[Array, Array]:
+    """One NC-GRU step (pure), row form; ``u`` the three projections (or them
+    concatenated)."""
     n = carry.shape[-1]
-    u_r, u_u, u_c = u[..., :n], u[..., n:2 * n], u[..., 2 * n:]
+    u_r, u_u, u_c = base.split_inputs("NCGRUCell", u, 3, n)
     g = carry @ prep["kernel_ru"]
     r = jax.nn.sigmoid(u_r + g[..., :n])
     z = jax.nn.sigmoid(u_u + g[..., n:])

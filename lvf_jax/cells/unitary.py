@@ -348,18 +348,20 @@ class GORUCell(base.StructuredCell):
                              axis=1)
     return base.cast_tree({"kernel": kernel, "bias_c": self.bias_c}, self._prep_dtype(dtype))
 
-  def project_inputs(self, x: Array) -> Array:
-    """``[x U_r + b_r | x U_z + b_z | x U_c]`` (``3n`` features)."""
-    return base.add_gate_biases(self.input(x, self._compute_dtype(x)), self.bias_r,
+  def project_inputs(self, x: Array) -> tuple[Array, Array, Array]:
+    """``(x U_r + b_r, x U_z + b_z, x U_c)``: three ``(..., n)`` arrays, one product each
+    (the fused scan reads three arrays, see :mod:`lvf_jax.layers.fused_gated`)."""
+    return base.add_gate_biases(self.input(x, self._compute_dtype(x), parts=3), self.bias_r,
                                 self.bias_z, None)
 
   @nn.nowrap
-  def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
-    """One GORU step (pure), row form."""
+  def step(self, prep: Any, carry: Array, u: Any) -> tuple[Array, Array]:
+    """One GORU step (pure), row form; ``u`` the three projections (or them concatenated)."""
     n = carry.shape[-1]
+    u_r, u_z, u_c = base.split_inputs("GORUCell", u, 3, n)
     g = carry @ prep["kernel"]
-    r = jax.nn.sigmoid(u[..., :n] + g[..., :n])
-    z = jax.nn.sigmoid(u[..., n:2 * n] + g[..., n:2 * n])
-    c = base.activate("modrelu", u[..., 2 * n:] + r * g[..., 2 * n:], prep["bias_c"])
+    r = jax.nn.sigmoid(u_r + g[..., :n])
+    z = jax.nn.sigmoid(u_z + g[..., n:2 * n])
+    c = base.activate("modrelu", u_c + r * g[..., 2 * n:], prep["bias_c"])
     h = z * carry + (1.0 - z) * c
     return h, h

@@ -612,10 +612,10 @@ def _euler_api(fn, kernel, u, h0, *, epsilon, store, reverse, unroll, mask, seq_
       or not math.isfinite(float(epsilon)) or float(epsilon) <= 0:
     raise ValueError(f"{fn}: argument 'epsilon' must be a finite number > 0; got {epsilon!r}.")
   if gated and isinstance(u, (tuple, list)):
-    u_h, u_z = _gated_pair(fn, u)
+    u_h, u_z = _input_parts(fn, u, 2)
     kernel, u_h, h02, _, mask2, batch_shape = _prepare(
         fn, kernel, u_h, h0, None, mask, seq_lengths, 1)
-    u2 = (u_h, u_z.reshape(u_h.shape))  # same shape and dtype (_gated_pair)
+    u2 = (u_h, u_z.reshape(u_h.shape))  # same shape and dtype (_input_parts)
   else:
     kernel, u2, h02, _, mask2, batch_shape = _prepare(
         fn, kernel, u, h0, None, mask, seq_lengths, 2 if gated else 1)
@@ -627,16 +627,19 @@ def _euler_api(fn, kernel, u, h0, *, epsilon, store, reverse, unroll, mask, seq_
   return _finish(h_last, hs, mask2, batch_shape)
 
 
-def _gated_pair(fn: str, u) -> tuple[Array, Array]:
-  """Validates the gated scan's pair ``(u_h, u_z)`` (same shape, floating)."""
-  if len(u) != 2:
-    raise ValueError(f"{fn}: argument 'u' must be one array (time, *batch, 2n) or a pair "
-                     f"(u_h, u_z); got a sequence of {len(u)} arrays.")
-  u_h, u_z = jnp.asarray(u[0]), jnp.asarray(u[1])
-  if u_h.shape != u_z.shape or u_h.dtype != u_z.dtype:
-    raise ValueError(f"{fn}: the pair u = (u_h, u_z) must hold two arrays of one shape and "
-                     f"dtype; got {u_h.dtype}{u_h.shape} and {u_z.dtype}{u_z.shape}.")
-  return u_h, u_z
+def _input_parts(fn: str, u, parts: int) -> tuple[Array, ...]:
+  """Validates ``u`` given as ``parts`` arrays of one shape and dtype (the gated scans'
+  separately projected inputs) and returns them as arrays."""
+  what = "a pair" if parts == 2 else f"{parts} arrays"
+  if len(u) != parts:
+    raise ValueError(f"{fn}: argument 'u' must be one array (time, *batch, {parts}n) or "
+                     f"{what} (time, *batch, n); got a sequence of {len(u)} arrays.")
+  arrays = tuple(jnp.asarray(a) for a in u)
+  if any(a.shape != arrays[0].shape or a.dtype != arrays[0].dtype for a in arrays[1:]):
+    got = " and ".join(f"{a.dtype}{a.shape}" for a in arrays)
+    raise ValueError(f"{fn}: the {parts} arrays of u must have one shape and dtype; got "
+                     f"{got}.")
+  return arrays
 
 
 def euler_scan(kernel: Array, u: Array, h0: Array, *, epsilon: float, store: str = "recompute",

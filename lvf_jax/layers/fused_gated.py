@@ -28,8 +28,9 @@ biases, ``u_t`` the projected input with the input biases):
   acts *before* the candidate's product, so two sequential products per step; residuals
   ``r, z, c``.
 
-Inputs as separate arrays: ``gru_scan`` and ``ncgru_scan`` split ``u`` into its three
-``(T, B, n)`` parts before the loop and keep their residuals as separate stacked arrays.
+Inputs as separate arrays: ``gru_scan`` and ``ncgru_scan`` take ``u`` as three ``(T, B, n)``
+arrays (the GRU, GORU and NC-GRU cells project into three arrays; one ``(T, B, 3n)`` array
+is split before the loop) and keep their residuals as separate stacked arrays.
 A step that reads ``u_t`` from one ``(T, B, 3n)`` array and splits it fuses the dynamic
 slice and the column slices into its elementwise fusion; on XLA:CPU that forward loop took
 1.7-2.4 times as long as one reading three arrays (``benchmarks/gated_input.py``;
@@ -52,15 +53,30 @@ import jax
 import jax.numpy as jnp
 
 from lvf_jax.layers.fused import (_act_fwd, _act_grad_from_output, _big_matmul_tn,
-                                  _check_unroll, _finish, _last_carry, _mask_select,
-                                  _modrelu_bias_cotangent, _padded_carry_cotangent,
-                                  _prepare, _prev_states, _valid_cotangent)
+                                  _check_unroll, _finish, _input_parts, _last_carry,
+                                  _mask_select, _modrelu_bias_cotangent,
+                                  _padded_carry_cotangent, _prepare, _prev_states,
+                                  _valid_cotangent)
 
 Array = jnp.ndarray
 
 
 def _masked(m_t, new, old):
   return new if m_t is None else _mask_select(m_t, new, old)
+
+
+def _three_inputs(fn, kernel, u, h0, bias, mask, seq_lengths, kernels):
+  """:func:`lvf_jax.layers.fused._prepare` for the GRU / NC-GRU scans, whose ``u`` is one
+  ``(T, *batch, 3n)`` array or three ``(T, *batch, n)`` arrays; returns ``u`` as three
+  ``(T, B, n)`` arrays (one array is split here: a copy of the sequence)."""
+  if isinstance(u, (tuple, list)):
+    parts = _input_parts(fn, u, 3)
+    kernel, u0, h02, bias, mask2, batch_shape = _prepare(fn, kernel, parts[0], h0, bias, mask,
+                                                         seq_lengths, 1, kernels=kernels)
+    return kernel, tuple(p.reshape(u0.shape) for p in parts), h02, bias, mask2, batch_shape
+  kernel, u2, h02, bias, mask2, batch_shape = _prepare(fn, kernel, u, h0, bias, mask,
+                                                       seq_lengths, 3, kernels=kernels)
+  return kernel, tuple(jnp.split(u2, 3, axis=-1)), h02, bias, mask2, batch_shape
 
 
 # ------------------------------------------------------------------------- LSTM
@@ -247,7 +263,10 @@ def gru_scan(kernel: Array, bias: Optional[Array], u: Array, h0: Array, *,
     kernel: concatenated hidden kernels ``[K_r K_z K_m]``, ``(n, 3n)``.
     bias: concatenated hidden biases ``(3n,)`` (Flax's GRU: zeros, zeros, ``b_hn``), or
       None for none (the GORU).
-    u: projected inputs (input biases included), time-major ``(T, *batch, 3n)``.
+    u: projected inputs (input biases included), time-major: one ``(T, *batch, 3n)``
+      array ``[u_r | u_z | u_m]`` (split here: a copy of the sequence) or the three
+      ``(T, *batch, n)`` arrays (what :meth:`lvf_jax.cells.GRUCell.project_inputs`
+      returns).
     h0: initial carry ``(*batch, n)``.
     reverse, unroll, mask, seq_lengths: as :func:`lvf_jax.layers.fused.rnn_scan`.
     candidate: the candidate's activation, ``'tanh'`` (GRU) or ``'modrelu'``
@@ -264,8 +283,8 @@ def gru_scan(kernel: Array, bias: Optional[Array], u: Array, h0: Array, *,
   if candidate not in CANDIDATES:
     raise ValueError(f"{fn}: argument 'candidate' must be one of {list(CANDIDATES)}; got "
                      f"{candidate!r}.")
-  kernel, u2, h02, bias, mask2, batch_shape = _prepare(fn, kernel, u, h0, bias, mask,
-                                                       seq_lengths, 3, kernels=3)
+  kernel, u3, h02, bias, mask2, batch_shape = _three_inputs(fn, kernel, u, h0, bias, mask,
+                                                            seq_lengths, 3)
   cbias = None
   if candidate_bias is not None:
     cbias = jnp.asarray(candidate_bias)
@@ -273,8 +292,7 @@ def gru_scan(kernel: Array, bias: Optional[Array], u: Array, h0: Array, *,
       raise ValueError(
           f"{fn}: argument 'candidate_bias' must have shape ({h02.shape[-1]},) and needs "
           f"candidate='modrelu'; got shape {cbias.shape} with candidate={candidate!r}.")
-    cbias = cbias.astype(u2.dtype)
-  u3 = tuple(jnp.split(u2, 3, axis=-1))
+    cbias = cbias.astype(h02.dtype)
   h_last, hs = _gru_core(kernel, bias, cbias, u3, h02, mask2, candidate, bool(reverse), unroll)
   return _finish(h_last, hs, mask2, batch_shape)
 
@@ -362,8 +380,9 @@ def ncgru_scan(kernel_ru: Array, kernel_c: Array, bias_c: Array, u: Array, h0: A
       ``kernel_ru``).
     kernel_c: ``K_c = U_c^T``, ``(n, n)``.
     bias_c: modReLU bias ``b``, ``(n,)``.
-    u: projected inputs ``[x W_r + b_r | x W_z + b_z | x W_c]``, time-major
-      ``(T, *batch, 3n)``.
+    u: projected inputs ``[x W_r + b_r | x W_z + b_z | x W_c]``, time-major: one
+      ``(T, *batch, 3n)`` array (split here: a copy) or the three ``(T, *batch, n)`` arrays
+      (what :meth:`lvf_jax.cells.NCGRUCell.project_inputs` returns).
     h0: initial carry ``(*batch, n)``.
     reverse, unroll, mask, seq_lengths: as :func:`lvf_jax.layers.fused.rnn_scan`.
 
@@ -372,8 +391,8 @@ def ncgru_scan(kernel_ru: Array, kernel_c: Array, bias_c: Array, u: Array, h0: A
   """
   fn = "ncgru_scan"
   unroll = _check_unroll(fn, unroll)
-  kernel_ru, u2, h02, _, mask2, batch_shape = _prepare(fn, kernel_ru, u, h0, None, mask,
-                                                       seq_lengths, 3, kernels=2)
+  kernel_ru, u3, h02, _, mask2, batch_shape = _three_inputs(fn, kernel_ru, u, h0, None, mask,
+                                                            seq_lengths, 2)
   n = h02.shape[-1]
   kernel_c, bias_c = jnp.asarray(kernel_c), jnp.asarray(bias_c)
   if kernel_c.shape != (n, n):
@@ -381,8 +400,7 @@ def ncgru_scan(kernel_ru: Array, kernel_c: Array, bias_c: Array, u: Array, h0: A
                      f"{kernel_c.shape}.")
   if bias_c.shape != (n,):
     raise ValueError(f"{fn}: argument 'bias_c' must have shape ({n},); got {bias_c.shape}.")
-  u3 = tuple(jnp.split(u2, 3, axis=-1))
-  h_last, hs = _ncgru_core(kernel_ru, kernel_c.astype(u2.dtype), bias_c.astype(u2.dtype), u3,
+  h_last, hs = _ncgru_core(kernel_ru, kernel_c.astype(h02.dtype), bias_c.astype(h02.dtype), u3,
                            h02, mask2, bool(reverse), unroll)
   return _finish(h_last, hs, mask2, batch_shape)
 
