@@ -109,14 +109,19 @@ class _FlaxGatedCell(base.StructuredCell):
                                              self.recurrent_kernel_init, self.bias_init,
                                              self.param_dtype))
 
+  def _gate_params(self, side: str, in_features: int, dtype) -> list:
+    """``[(kernel (in, n), bias (n,) or None), ...]`` of the ``side`` ('i' or 'h') block of
+    every gate, cast to ``dtype``."""
+    out = []
+    for gate in self.GATES:
+      kernel, bias = getattr(self, f"{side}{gate}")(in_features)
+      out.append((kernel.astype(dtype), None if bias is None else bias.astype(dtype)))
+    return out
+
   def _blocks(self, side: str, in_features: int, dtype) -> tuple[Array, Optional[Array]]:
     """``(kernel (in, k n), bias (k n,) or None)`` of the ``side`` ('i' or 'h') blocks; a
     block without bias contributes zeros."""
-    kernels, biases = [], []
-    for gate in self.GATES:
-      kernel, bias = getattr(self, f"{side}{gate}")(in_features)
-      kernels.append(kernel.astype(dtype))
-      biases.append(None if bias is None else bias.astype(dtype))
+    kernels, biases = zip(*self._gate_params(side, in_features, dtype))
     if all(b is None for b in biases):
       return jnp.concatenate(kernels, axis=-1), None
     n = self.features
@@ -135,12 +140,8 @@ class _FlaxGatedCell(base.StructuredCell):
     x = base.check_inputs(type(self).__name__, x, known)
     dtype = self._compute_dtype(x)
     if self.SPLIT_INPUTS:
-      out = []
-      for gate in self.GATES:
-        kernel, bias = getattr(self, f"i{gate}")(x.shape[-1])
-        out.append(base.dense_over_leading_axes(
-            x, kernel.astype(dtype), None if bias is None else bias.astype(dtype), dtype))
-      return tuple(out)
+      return tuple(base.dense_over_leading_axes(x, kernel, bias, dtype)
+                   for kernel, bias in self._gate_params("i", x.shape[-1], dtype))
     kernel, bias = self._blocks("i", x.shape[-1], dtype)
     return base.dense_over_leading_axes(x, kernel, bias, dtype)
 

@@ -611,20 +611,30 @@ def _euler_api(fn, kernel, u, h0, *, epsilon, store, reverse, unroll, mask, seq_
   if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) \
       or not math.isfinite(float(epsilon)) or float(epsilon) <= 0:
     raise ValueError(f"{fn}: argument 'epsilon' must be a finite number > 0; got {epsilon!r}.")
-  if gated and isinstance(u, (tuple, list)):
-    u_h, u_z = _input_parts(fn, u, 2)
-    kernel, u_h, h02, _, mask2, batch_shape = _prepare(
-        fn, kernel, u_h, h0, None, mask, seq_lengths, 1)
-    u2 = (u_h, u_z.reshape(u_h.shape))  # same shape and dtype (_input_parts)
+  if gated:  # two (T, B, n) arrays for the loop bodies
+    kernel, u2, h02, _, mask2, batch_shape = _prepare_parts(
+        fn, kernel, u, h0, None, mask, seq_lengths, 2)
   else:
     kernel, u2, h02, _, mask2, batch_shape = _prepare(
-        fn, kernel, u, h0, None, mask, seq_lengths, 2 if gated else 1)
-    if gated:  # one (T, B, 2n) array: two (T, B, n) arrays for the loop bodies
-      n = kernel.shape[0]
-      u2 = (u2[..., :n], u2[..., n:])
+        fn, kernel, u, h0, None, mask, seq_lengths, 1)
   h_last, hs = _euler_core(kernel, u2, h02, mask2, float(epsilon), store, bool(reverse),
                            unroll, gated)
   return _finish(h_last, hs, mask2, batch_shape)
+
+
+def _prepare_parts(fn, kernel, u, h0, bias, mask, seq_lengths, parts: int, kernels: int = 1):
+  """:func:`_prepare` for a scan whose ``u`` is one ``(T, *batch, parts n)`` array or
+  ``parts`` arrays ``(T, *batch, n)`` (the gated cells' separately projected inputs);
+  returns ``u`` as a tuple of ``parts`` arrays ``(T, B, n)`` (one array is split here: a
+  copy of the sequence)."""
+  if isinstance(u, (tuple, list)):
+    arrays = _input_parts(fn, u, parts)
+    kernel, u0, h02, bias, mask2, batch_shape = _prepare(fn, kernel, arrays[0], h0, bias, mask,
+                                                         seq_lengths, 1, kernels=kernels)
+    return kernel, tuple(a.reshape(u0.shape) for a in arrays), h02, bias, mask2, batch_shape
+  kernel, u2, h02, bias, mask2, batch_shape = _prepare(fn, kernel, u, h0, bias, mask,
+                                                       seq_lengths, parts, kernels=kernels)
+  return kernel, tuple(jnp.split(u2, parts, axis=-1)), h02, bias, mask2, batch_shape
 
 
 def _input_parts(fn: str, u, parts: int) -> tuple[Array, ...]:

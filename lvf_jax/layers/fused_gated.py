@@ -53,9 +53,9 @@ import jax
 import jax.numpy as jnp
 
 from lvf_jax.layers.fused import (_act_fwd, _act_grad_from_output, _big_matmul_tn,
-                                  _check_unroll, _finish, _input_parts, _last_carry,
-                                  _mask_select, _modrelu_bias_cotangent,
-                                  _padded_carry_cotangent, _prepare, _prev_states,
+                                  _check_unroll, _finish, _last_carry, _mask_select,
+                                  _modrelu_bias_cotangent, _padded_carry_cotangent,
+                                  _prepare, _prepare_parts, _prev_states,
                                   _valid_cotangent)
 
 Array = jnp.ndarray
@@ -63,20 +63,6 @@ Array = jnp.ndarray
 
 def _masked(m_t, new, old):
   return new if m_t is None else _mask_select(m_t, new, old)
-
-
-def _three_inputs(fn, kernel, u, h0, bias, mask, seq_lengths, kernels):
-  """:func:`lvf_jax.layers.fused._prepare` for the GRU / NC-GRU scans, whose ``u`` is one
-  ``(T, *batch, 3n)`` array or three ``(T, *batch, n)`` arrays; returns ``u`` as three
-  ``(T, B, n)`` arrays (one array is split here: a copy of the sequence)."""
-  if isinstance(u, (tuple, list)):
-    parts = _input_parts(fn, u, 3)
-    kernel, u0, h02, bias, mask2, batch_shape = _prepare(fn, kernel, parts[0], h0, bias, mask,
-                                                         seq_lengths, 1, kernels=kernels)
-    return kernel, tuple(p.reshape(u0.shape) for p in parts), h02, bias, mask2, batch_shape
-  kernel, u2, h02, bias, mask2, batch_shape = _prepare(fn, kernel, u, h0, bias, mask,
-                                                       seq_lengths, 3, kernels=kernels)
-  return kernel, tuple(jnp.split(u2, 3, axis=-1)), h02, bias, mask2, batch_shape
 
 
 # ------------------------------------------------------------------------- LSTM
@@ -189,7 +175,7 @@ def _gru_core(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll):
 
 def _gru_forward(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll):
   """``u = (u^r, u^z, u^m)``: three ``(T, B, n)`` arrays. A step that read one ``(T, B, 3n)``
-  array and split ``u_t`` in three ran twice as slow on XLA:CPU (the dynamic slice and the
+  array and split ``u_t`` in three ran 1.7-2.4 times as slow on XLA:CPU (the dynamic slice and the
   column slices fused into the step's elementwise fusion; benchmarks/gated_input.py), so
   the inputs come in as three arrays and the residuals ``r, z, m, a_m`` leave as four."""
   def body(h, xs):
@@ -283,8 +269,8 @@ def gru_scan(kernel: Array, bias: Optional[Array], u: Array, h0: Array, *,
   if candidate not in CANDIDATES:
     raise ValueError(f"{fn}: argument 'candidate' must be one of {list(CANDIDATES)}; got "
                      f"{candidate!r}.")
-  kernel, u3, h02, bias, mask2, batch_shape = _three_inputs(fn, kernel, u, h0, bias, mask,
-                                                            seq_lengths, 3)
+  kernel, u3, h02, bias, mask2, batch_shape = _prepare_parts(fn, kernel, u, h0, bias, mask,
+                                                             seq_lengths, 3, kernels=3)
   cbias = None
   if candidate_bias is not None:
     cbias = jnp.asarray(candidate_bias)
@@ -391,8 +377,8 @@ def ncgru_scan(kernel_ru: Array, kernel_c: Array, bias_c: Array, u: Array, h0: A
   """
   fn = "ncgru_scan"
   unroll = _check_unroll(fn, unroll)
-  kernel_ru, u3, h02, _, mask2, batch_shape = _three_inputs(fn, kernel_ru, u, h0, None, mask,
-                                                            seq_lengths, 2)
+  kernel_ru, u3, h02, _, mask2, batch_shape = _prepare_parts(fn, kernel_ru, u, h0, None, mask,
+                                                             seq_lengths, 3, kernels=2)
   n = h02.shape[-1]
   kernel_c, bias_c = jnp.asarray(kernel_c), jnp.asarray(bias_c)
   if kernel_c.shape != (n, n):
