@@ -27,14 +27,17 @@ Two columns explain what a ratio to the floor can be (``--explain``):
 * rows ``products x k``: a scan doing only the sequential products of a cell with ``k``
   recurrent kernels (one ``(B, n) x (n, k n)`` product per step forward, one
   ``(B, k n) x (k n, n)`` backward, one big weight-gradient product after the loop, no
-  activation): the FLOP floor of a GRU / NC-GRU (k = 3) or an LSTM (k = 4). Its ratio to
+  activation): the FLOP floor of a gated AntisymmetricRNN (k = 2: ``h K`` with the
+  ``(n, 2n)`` kernel ``[K_h K_z]``), a GRU / NC-GRU (k = 3) or an LSTM (k = 4); ``k = 1``
+  and the ``k`` of each requested gated cell are timed. Its ratio to
   the tanh floor is a lower bound of the ratio any implementation of such a cell reaches.
 
 The file given by ``--out`` is rewritten after every setting (a crash loses at most the
 setting it was in) and ends with two matrices, cells x settings: ``layer / floor`` and
 ``layer / own floor``, the own floor being the tanh floor at the cell's state width for a
-complex cell, ``products x k`` for a gated cell with ``k`` recurrent kernels (GRU, NC-GRU,
-GORU: 3; LSTM: 4; needs ``--explain``), and the tanh floor otherwise.
+complex cell, ``products x k`` for a gated cell with ``k`` recurrent kernels (gated
+AntisymmetricRNN: 2; GRU, NC-GRU, GORU: 3; LSTM: 4; needs ``--explain``), and the tanh
+floor otherwise.
 
 Rows: every registered cell (:data:`lvf_jax.cells.CELLS`) and the ``VARIANTS``
 ``eurnn_fft`` / ``goru_fft`` (the FFT-style EUNN of the EURNN and GORU papers, ``n`` a
@@ -70,7 +73,8 @@ FLOOR = "rnn"
 # per-sequence ``prepare``; it needs n a power of 2.
 VARIANTS = {"eurnn_fft": ("eurnn", {"fft": True}), "goru_fft": ("goru", {"fft": True})}
 # Recurrent kernels per step of the gated cells (their FLOP floor is ``products x k``).
-KERNELS = {"gru": 3, "ncgru": 3, "goru": 3, "goru_fft": 3, "lstm": 4}
+KERNELS = {"gated_antisymmetric": 2, "gru": 3, "ncgru": 3, "goru": 3, "goru_fft": 3,
+           "lstm": 4}
 
 
 def build(name: str, n: int):
@@ -199,7 +203,7 @@ def main(argv=None) -> int:
                       help="Recurrent(fused=True) for the cells and the floor")
   parser.add_argument("--explain", action="store_true",
                       help="add the prepare-alone column and the products-only floors "
-                      "for k = 1, 3, 4 recurrent kernels")
+                      "for k = 1 and the k recurrent kernels of each gated cell")
   parser.add_argument("--out", default=None, help="write the markdown table to this file")
   args = parser.parse_args(argv)
 
@@ -233,7 +237,7 @@ def main(argv=None) -> int:
           entries[(f"{FLOOR} at n = {w} (state width)", "layer")] = training_step(
               layers.Recurrent(build(FLOOR, w), fused=args.fused), x)
         if args.explain:
-          for k in (1, 3, 4):
+          for k in product_counts(names):
             entries[(f"products x {k}", "layer")] = product_floor(n, steps, batch, k)
         res = {key: (t.median_ms, t.min_ms, t.faults_per_call) for key, t in
                time_interleaved(entries, args.repeats, args.warmup + 1).items()}
@@ -241,7 +245,7 @@ def main(argv=None) -> int:
         labels = [nm for nm in names if nm != FLOOR or FLOOR in args.cells]
         labels += [f"{FLOOR} at n = {w} (state width)" for w in wide]
         if args.explain:
-          labels += [f"products x {k}" for k in (1, 3, 4)]
+          labels += [f"products x {k}" for k in product_counts(names)]
         for name in labels:
           lay, lay_min, lay_faults = res.get((name, "layer"), (None, None, None))
           rnn, rnn_min, _ = res.get((name, "nn.RNN"), (None, None, None))
@@ -264,6 +268,12 @@ def main(argv=None) -> int:
         if args.out:  # after every setting: a crash loses at most the setting it was in
           _write(args.out, argv, args, header, rows, medians)
   return 0
+
+
+def product_counts(names) -> list[int]:
+  """The ``k`` of the ``products x k`` rows timed with ``--explain``: 1 and the kernel
+  counts of the gated cells among ``names``."""
+  return sorted({1} | {KERNELS[c] for c in names if c in KERNELS})
 
 
 def own_floor(name: str, n: int, table: dict) -> tuple[str, float] | None:

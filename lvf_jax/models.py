@@ -37,8 +37,9 @@ class StackedRecurrent(nn.Module):
       ``layer_<i>`` (parameters under ``layer_<i>/cell``).
     dropout_rate: dropout on the inputs of layers ``1..L-1`` (between layers), active
       when ``deterministic=False`` (needs a ``'dropout'`` PRNG stream).
-    unroll, checkpoint, fused: passed to every ``Recurrent`` (``fused``: the hand-written-VJP
-      scan of :mod:`lvf_jax.layers.fused` where one covers the cell).
+    unroll, checkpoint, fused, input_projection: passed to every ``Recurrent`` (``fused``:
+      the hand-written-VJP scan of :mod:`lvf_jax.layers.fused` where one covers the cell;
+      ``input_projection``: where that scan forms ``x_t W``, see ``Recurrent``).
   """
 
   cells: Sequence[nn.Module]
@@ -46,6 +47,7 @@ class StackedRecurrent(nn.Module):
   unroll: int = 1
   checkpoint: bool = False
   fused: bool = False
+  input_projection: str = "auto"
 
   @nn.compact
   def __call__(self, x: Array, *, seq_lengths: Optional[Array] = None,
@@ -65,7 +67,7 @@ class StackedRecurrent(nn.Module):
         x = nn.Dropout(self.dropout_rate)(x, deterministic=deterministic)
       layer = Recurrent(cell.clone(parent=None, name=None), return_carry=True,
                         unroll=self.unroll, checkpoint=self.checkpoint, fused=self.fused,
-                        name=f"layer_{i}")
+                        input_projection=self.input_projection, name=f"layer_{i}")
       carry, x = layer(x, seq_lengths=seq_lengths,
                        initial_carry=None if initial_carries is None else initial_carries[i])
       carries.append(carry)
@@ -109,12 +111,13 @@ class _SequenceModel(nn.Module):
   unroll: int = 1
   checkpoint: bool = False
   fused: bool = False
+  input_projection: str = "auto"
 
   def _stack(self, x: Array, seq_lengths, initial_carries, deterministic: bool):
     """``(outputs, final carries)`` of the embedded stack (called from ``__call__``)."""
     x = _Embedded(self.vocab_size, self.embed_dim, name="embedding")(x)
     return StackedRecurrent(self.cells, self.dropout_rate, self.unroll, self.checkpoint,
-                            self.fused, name="rnn")(
+                            self.fused, self.input_projection, name="rnn")(
                                 x, seq_lengths=seq_lengths, initial_carries=initial_carries,
                                 deterministic=deterministic, return_carries=True)
 
@@ -132,7 +135,8 @@ class SequenceClassifier(_SequenceModel):
     num_outputs: number of classes (logits) or regression outputs.
     dropout_rate: dropout between layers and before the head.
     vocab_size, embed_dim: optional token embedding of integer inputs.
-    unroll, checkpoint, fused: passed to every :class:`~lvf_jax.layers.Recurrent`.
+    unroll, checkpoint, fused, input_projection: passed to every
+      :class:`~lvf_jax.layers.Recurrent`.
   """
 
   @nn.compact
@@ -151,8 +155,8 @@ class SequencePredictor(_SequenceModel):
   chunk's carries as ``initial_carries`` and use ``return_carries=True``.
 
   Attributes:
-    cells, num_outputs, dropout_rate, vocab_size, embed_dim, unroll, checkpoint, fused: as
-      :class:`SequenceClassifier`.
+    cells, num_outputs, dropout_rate, vocab_size, embed_dim, unroll, checkpoint, fused,
+      input_projection: as :class:`SequenceClassifier`.
   """
 
   @nn.compact

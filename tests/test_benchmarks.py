@@ -23,7 +23,7 @@ def test_cells_benchmark_writes_every_requested_row(tmp_path):
   assert "fused=True" in text and "| antisymmetric |" in summary and "| gru |" in summary
   rows = [r for r in text.splitlines() if r.startswith("| ") and "---" not in r][1:]
   labels = [r.split("|")[1].strip() for r in rows]
-  assert labels == ["antisymmetric", "gru", "products x 1", "products x 3", "products x 4"]
+  assert labels == ["antisymmetric", "gru", "products x 1", "products x 3"]
   for row in rows[:2]:
     # Both cells have a prepare (W - W^T - gamma I; the concatenated GRU kernels) and both
     # paths were timed: every column is a number.
@@ -72,7 +72,8 @@ def test_timing_budget_stops_every_entry_after_the_same_repetition():
 
 def test_cells_summary_divides_each_cell_by_its_own_floor():
   medians = {(4, 3, 2): {"rnn": 2.0, "antisymmetric": 2.2, "gru": 6.0, "products x 3": 3.0,
-                         "urnn": 8.0, "rnn at n = 8 (state width)": 4.0},
+                         "urnn": 8.0, "rnn at n = 8 (state width)": 4.0,
+                         "gated_antisymmetric": 3.0, "products x 2": 2.5},
              (4, 3, 5): {"rnn": 1.0, "gru": 5.0}}  # no products floor measured here
   text = cells_bench.summary(medians)
   plain, own = text.split("layer / own floor")
@@ -80,6 +81,8 @@ def test_cells_summary_divides_each_cell_by_its_own_floor():
   assert "| antisymmetric | 1.10 | - |" in plain and "| antisymmetric | 1.10 | - |" in own
   assert "| gru | 3.00 | 5.00 |" in plain and "| gru | 2.00 | 5.00 |" in own
   assert "| urnn | 4.00 | - |" in plain and "| urnn | 2.00 | - |" in own
+  assert ("| gated_antisymmetric | 1.50 | - |" in plain
+          and "| gated_antisymmetric | 1.20 | - |" in own)
   assert "products" not in plain.split("|---|")[1] and "| rnn |" not in text
 
 
@@ -159,3 +162,24 @@ def test_gated_input_variants_compute_one_gru_and_the_script_runs(capsys):
                            "--warmup", "0"]) == 0
   rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| ") and "---" not in r]
   assert [r.split("|")[1].strip() for r in rows[1:]] == list(fns)
+
+
+def test_input_projection_variants_train_the_same_model_and_the_script_runs(tmp_path):
+  import jax
+  import numpy as np
+  import input_projection
+  entries = input_projection.variants("exprnn", 8, 2, 4, 3)
+  assert set(entries) == set(input_projection.MODES)
+  # One SGD step from the same parameters lands on the same parameters in both modes.
+  new = {m: fn(state) for m, (fn, state) in entries.items()}
+  start = entries["hoisted"][1]
+  moved = jax.tree_util.tree_map(lambda a, b: float(np.max(np.abs(a - b))), new["hoisted"], start)
+  assert max(jax.tree_util.tree_leaves(moved)) > 0
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
+                         new["in_loop"], new["hoisted"])
+  out = tmp_path / "proj.md"
+  assert input_projection.main(["--cells", "rnn", "--n", "8", "--d", "1", "3", "--T", "3",
+                                "--batch", "2", "--repeats", "1", "--warmup", "0",
+                                "--out", str(out)]) == 0
+  rows = [r for r in out.read_text().splitlines() if r.startswith("| rnn |")]
+  assert [r.split("|")[3].strip() for r in rows] == ["1", "3"]

@@ -148,6 +148,8 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypa
     ("model.name", "lvff", r"make_cell: argument 'name' must be one of \["),
     ("model.cell", {"tau": -1.0}, r"tau"),
     ("train.steps", -5, r"'train.steps' must be an integer >= 1"),
+    ("model.input_projection", "inloop",
+     r"'model.input_projection' must be one of \['hoisted', 'in_loop', 'auto'\]; got 'inloop'"),
 ])
 def test_config_validation(field, value, match):
   c = tiny("lvf")

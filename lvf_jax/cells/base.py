@@ -183,11 +183,13 @@ class InputProjection(nn.Module):
   owner: str = "cell"
 
   @nn.compact
-  def __call__(self, x: Array, dtype: Dtype, parts: int = 1) -> Any:
+  def __call__(self, x: Array, dtype: Dtype, parts: int = 1, weights: bool = False) -> Any:
     """``x @ W + b`` in ``dtype``; with ``parts > 1``, the tuple of the ``parts`` equal
     column blocks of it, each computed by its own product (same parameters): slicing the
     product's last axis afterwards copies the whole sequence, which on XLA:CPU cost more
-    than the products themselves."""
+    than the products themselves. With ``weights=True``, ``(W, b)`` in ``dtype`` instead
+    (``b`` None without a bias; ``x`` only checked): for a caller that forms ``x_t W``
+    itself, inside a loop."""
     known = None
     if self.has_variable("params", "kernel"):
       known = self.get_variable("params", "kernel").shape[0]
@@ -197,6 +199,8 @@ class InputProjection(nn.Module):
     bias = None
     if self.use_bias:
       bias = self.param("bias", self.bias_init, (self.features,), self.param_dtype)
+    if weights:
+      return kernel.astype(dtype), None if bias is None else bias.astype(dtype)
     if parts == 1:
       return dense_over_leading_axes(x, kernel, bias, dtype)
     if self.features % parts:
@@ -294,6 +298,18 @@ class StructuredCell(nn.RNNCellBase):
 
   def project_inputs(self, x: Array) -> Array:  # pragma: no cover - abstract
     raise NotImplementedError
+
+  def input_weights(self, x: Array) -> tuple[Array, Optional[Array]]:
+    """``(W, b)`` of the input projection ``project_inputs(x) = x W + b`` in the compute
+    dtype (``b`` None without an input bias), for a layer that forms ``x_t W`` inside its
+    loop (:class:`lvf_jax.layers.Recurrent`, ``input_projection``). Defined for the cells
+    whose projection is one dense map ``self.input`` (:class:`KernelCell`, the tanh RNNs);
+    ``x`` is only checked (feature size) and creates the parameters at initialisation."""
+    projection = getattr(self, "input", None)
+    if not isinstance(projection, InputProjection):
+      raise NotImplementedError(
+          f"{type(self).__name__}: its input projection is not one dense map x W + b.")
+    return projection(x, self._compute_dtype(x), weights=True)
 
   @nn.nowrap
   def step(self, prep: Any, carry: Any, u: Array) -> tuple[Any, Array]:  # pragma: no cover

@@ -1,6 +1,8 @@
 """Sequence layers: the scan layer, stacks, and regularisation collection."""
 
 from lvf_jax.layers.recurrent import (
+    IN_LOOP_RATIO,
+    INPUT_PROJECTIONS,
     Recurrent,
     is_structured,
     length_mask,

@@ -707,7 +707,7 @@ def gated_euler_scan(kernel: Array, u: Array, h0: Array, *, epsilon: float,
 # ----------------------------------------------------------------- cell wiring
 
 
-def fused_scan_for_cell(cell: Any):
+def fused_scan_for_cell(cell: Any, in_loop: bool = False):
   """The fused scan that computes ``cell``'s recurrence, or ``None`` if none covers it.
 
   Returns ``scan(prep, carry, u, *, reverse=False, unroll=1, mask=None) -> (carry, ys)``
@@ -740,8 +740,17 @@ def fused_scan_for_cell(cell: Any):
   LSTM / GRU with other gate functions        ``None`` (use ``scan_steps``)
   ==========================================  ==========================================
 
+  With ``in_loop=True`` the scan instead takes the raw inputs ``x`` (time-major ``(T,
+  *batch, d)``) in place of ``u`` and the keyword ``input_weights=(W, b)`` (the cell's
+  :meth:`~lvf_jax.cells.base.StructuredCell.input_weights`), and forms ``x_t W + b``
+  inside its loop (:func:`rnn_scan`'s ``input_kernel``; an input bias joins the activation
+  bias, the same sum inside ``tanh`` / ``relu`` / identity, and a ``ValueError`` for a
+  modReLU cell with an input bias: none of the library's has one); it exists for the cells
+  of the :func:`rnn_scan` rows above (``None`` for the others).
+
   Args:
     cell: a cell instance (bound or unbound); only its class and static attributes are read.
+    in_loop: return the in-loop-projection form of the scan (above).
 
   The Euler scans also accept ``store=`` (see :func:`euler_scan`; default here
   ``'activation'``, measured faster than ``'recompute'``).
@@ -752,7 +761,22 @@ def fused_scan_for_cell(cell: Any):
     def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
       return rnn_scan(prep["kernel"], u, carry, prep["bias"] if use_bias else None,
                       activation=activation, reverse=reverse, unroll=unroll, mask=mask)
-    return scan
+
+    def scan_in_loop(prep, carry, x, *, input_weights, reverse=False, unroll=1, mask=None):
+      w, b_in = input_weights
+      bias = prep["bias"] if use_bias else None
+      if b_in is not None:  # x W + b_in + b: both biases sit inside the activation
+        if activation not in ("tanh", "identity", "relu"):
+          raise ValueError(f"fused scan of {type(cell).__name__}: an input bias cannot join "
+                           f"the {activation!r} bias; project the inputs before the loop.")
+        bias = b_in if bias is None else bias + b_in
+      return rnn_scan(prep["kernel"], x, carry, bias, activation=activation,
+                      input_kernel=w, reverse=reverse, unroll=unroll, mask=mask)
+
+    return scan_in_loop if in_loop else scan
+
+  if in_loop and not isinstance(cell, (cells.KernelCell, cells.TanhRNNCell)):
+    return None
 
   def euler(gated, epsilon):
     fn = gated_euler_scan if gated else euler_scan

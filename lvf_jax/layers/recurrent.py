@@ -11,6 +11,9 @@ cell (one with ``prepare`` / ``project_inputs`` / ``step``) it
 3. runs :func:`scan_steps`, a pure ``jax.lax.scan`` of ``cell.step`` over time (time-major
    internally).
 
+With ``fused=True`` and narrow inputs the layer can skip step 1 for the ``sigma(h K + x W +
+b)`` cells and form ``x_t W`` inside the fused loop instead (``input_projection``).
+
 Other Flax cells fall back to :func:`flax.linen.scan` of the cell itself with the same
 masking semantics. :func:`scan_steps` is kept free of Flax so that a custom VJP can be
 written around it.
@@ -113,6 +116,11 @@ def _fallback_body(cell: nn.Module, carry: Carry, xs: tuple[Array, Optional[Arra
   return masked_update(m_t, c_new, carry, y)
 
 
+INPUT_PROJECTIONS = ("hoisted", "in_loop", "auto")
+# input_projection='auto' forms x_t W inside the loop when IN_LOOP_RATIO * d <= n.
+IN_LOOP_RATIO = 8
+
+
 class Recurrent(nn.Module):
   """Runs a cell over a sequence with one ``prepare`` and one input projection per call.
 
@@ -150,6 +158,15 @@ class Recurrent(nn.Module):
       and the LSTM / GRU / NC-GRU (:mod:`lvf_jax.layers.fused_gated`); other cells
       (LSTM / GRU with non-default gate functions, Flax's own cells) use the plain scan.
       Same outputs and gradients (tested).
+    input_projection: where the fused scan gets ``x_t W``: ``'hoisted'`` (one large
+      product over the whole sequence before the loop), ``'in_loop'`` (one small product
+      per step inside the loop, the weight gradient still one large product after it:
+      saves writing and re-reading the ``(T, B, n)`` projected sequence, a gain when the
+      input width ``d`` is much smaller than ``n``) or ``'auto'`` (in the loop when
+      ``IN_LOOP_RATIO * d <= n``, measured in ``benchmarks/input_projection.py``). The
+      loop form covers the cells of :func:`lvf_jax.layers.fused.rnn_scan` (``KernelCell``
+      subclasses, tanh RNNs); for other cells and with ``fused=False``, ``'auto'`` hoists
+      and ``'in_loop'`` raises ``ValueError``. Same outputs and gradients (tested).
   """
 
   cell: nn.Module
@@ -160,6 +177,7 @@ class Recurrent(nn.Module):
   unroll: int = 1
   checkpoint: bool = False
   fused: bool = False
+  input_projection: str = "auto"
 
   @nn.compact
   def __call__(self, inputs: Array, *, initial_carry: Optional[Carry] = None,
@@ -205,7 +223,19 @@ class Recurrent(nn.Module):
       key = jax.random.key(0) if init_key is None else init_key
       initial_carry = self.cell.initialize_carry(key, batch_shape + x_tm.shape[-1:])
 
-    if is_structured(self.cell):
+    in_loop = self._in_loop_scan(x_tm)
+    if in_loop is not None:
+      scan, (w, b_in) = in_loop
+      prep = self.cell.prepare(dtype=w.dtype)
+      carry = _cast_tree(initial_carry, w.dtype)
+
+      def run_in_loop(p, c, x_, w_, b_, m):
+        return scan(p, c, x_, input_weights=(w_, b_), mask=m, reverse=reverse,
+                    unroll=self.unroll)
+      if self.checkpoint:
+        run_in_loop = jax.checkpoint(run_in_loop)
+      carry, ys = run_in_loop(prep, carry, x_tm.astype(w.dtype), w, b_in, mask)
+    elif is_structured(self.cell):
       u = self.cell.project_inputs(x_tm)  # an array, or a tuple of arrays (gated cells)
       dtype = jax.tree_util.tree_leaves(u)[0].dtype
       prep = self.cell.prepare(dtype=dtype)
@@ -238,3 +268,28 @@ class Recurrent(nn.Module):
     if not time_major:
       ys = jax.tree_util.tree_map(lambda a: jnp.moveaxis(a, 0, a.ndim - 2), ys)
     return (carry, ys) if return_carry else ys
+
+  def _in_loop_scan(self, x_tm: Array):
+    """``(scan, (W, b))`` when ``input_projection`` puts ``x_t W`` inside the fused loop for
+    this cell and input, else None (the input is projected before the loop)."""
+    mode = self.input_projection
+    if not isinstance(mode, str) or mode not in INPUT_PROJECTIONS:
+      raise ValueError(f"Recurrent: argument 'input_projection' must be one of "
+                       f"{list(INPUT_PROJECTIONS)}; got {mode!r}.")
+    if mode == "hoisted":
+      return None
+    scan = None
+    if self.fused and is_structured(self.cell):
+      scan = fused_lib.fused_scan_for_cell(self.cell, in_loop=True)
+    if scan is None:
+      if mode == "auto":
+        return None
+      raise ValueError(
+          f"Recurrent: input_projection='in_loop' needs fused=True and a cell whose fused "
+          f"scan is rnn_scan (KernelCell subclasses, TanhRNNCell, OrthInitRNNCell); got "
+          f"fused={self.fused} and {type(self.cell).__name__}. Use 'hoisted' or 'auto'.")
+    w, b_in = self.cell.input_weights(x_tm)
+    d, width = w.shape
+    if mode == "auto" and IN_LOOP_RATIO * d > width:
+      return None
+    return scan, (w, b_in)

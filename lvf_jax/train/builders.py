@@ -159,13 +159,19 @@ def build_cells(config) -> list:
   return [cells_lib.make_cell(m.name, int(n), **kwargs) for n in sizes]
 
 
+def _layer_options(m) -> dict:
+  """The stack's options of ``config.model`` shared by both heads."""
+  return dict(dropout_rate=float(m.get("dropout", 0.0)), unroll=int(m.get("unroll", 1)),
+              checkpoint=bool(m.get("checkpoint", False)), fused=bool(m.get("fused", True)),
+              input_projection=str(m.get("input_projection", "auto")))
+
+
 def per_step_model(config, num_outputs: int, **kwargs):
   """A per-step predictor (one output per input step) over a stack of the configured cells."""
   m = config.model
   return models.SequencePredictor(
       cells=build_cells(config), num_outputs=num_outputs,
-      dropout_rate=float(m.get("dropout", 0.0)), unroll=int(m.get("unroll", 1)),
-      checkpoint=bool(m.get("checkpoint", False)), fused=bool(m.get("fused", True)), **kwargs)
+      **_layer_options(m), **kwargs)
 
 
 def last_state_model(config, num_outputs: int, **kwargs):
@@ -173,8 +179,7 @@ def last_state_model(config, num_outputs: int, **kwargs):
   m = config.model
   return models.SequenceClassifier(
       cells=build_cells(config), num_outputs=num_outputs,
-      dropout_rate=float(m.get("dropout", 0.0)), unroll=int(m.get("unroll", 1)),
-      checkpoint=bool(m.get("checkpoint", False)), fused=bool(m.get("fused", True)), **kwargs)
+      **_layer_options(m), **kwargs)
 
 
 def build_model(config, pipeline):

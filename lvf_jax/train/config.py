@@ -4,7 +4,8 @@ A config has four sections::
 
   config.task   name + options of the task (e.g. ``name='copy'``, ``options={'T': 200}``)
   config.model  name (a key of ``lvf_jax.cells.CELLS``), hidden, num_layers, dropout, and
-                ``cell``: keyword arguments of the cell (tau, rho, integrator, ...)
+                ``cell``: keyword arguments of the cell (tau, rho, integrator, ...), and
+                the layer options unroll, checkpoint, fused, input_projection
   config.optim  the fields of ``lvf_jax.optim.make_optimizer`` (+ ``dtriv_every``)
   config.train  steps, batch_size, seed, eval/log/checkpoint periods, ...
 
@@ -21,6 +22,8 @@ from typing import Any
 import jax
 import ml_collections
 
+from lvf_jax.layers import INPUT_PROJECTIONS
+
 
 def base_config() -> ml_collections.ConfigDict:
   """Defaults shared by every config in ``configs/``."""
@@ -28,7 +31,7 @@ def base_config() -> ml_collections.ConfigDict:
   c.task = ml_collections.ConfigDict({"name": "copy", "options": {}})
   c.model = ml_collections.ConfigDict({
       "name": "exprnn", "hidden": 128, "num_layers": 1, "dropout": 0.0, "cell": {},
-      "unroll": 1, "checkpoint": False, "fused": True})
+      "unroll": 1, "checkpoint": False, "fused": True, "input_projection": "auto"})
   c.optim = ml_collections.ConfigDict({
       "optimizer": "rmsprop", "learning_rate": 1e-3, "dtriv_every": 0,
       "dtriv_orthonormalize_every": 30})
@@ -91,6 +94,10 @@ def validate_config(config: ml_collections.ConfigDict):
   dropout = _get(config.model, "dropout", 0.0)
   if not isinstance(dropout, numbers.Real) or not 0 <= dropout < 1:
     raise ValueError(f"config: 'model.dropout' must lie in [0, 1); got {dropout!r}.")
+  projection = _get(config.model, "input_projection", "auto")
+  if projection not in INPUT_PROJECTIONS:
+    raise ValueError(f"config: 'model.input_projection' must be one of "
+                     f"{list(INPUT_PROJECTIONS)}; got {projection!r}.")
   _positive_int("optim.dtriv_every", _get(config.optim, "dtriv_every", 0) or 0, minimum=0)
   pipeline = builders.build_pipeline(config)  # validates the task name and options
   model = builders.build_model(config, pipeline)  # validates cell names
