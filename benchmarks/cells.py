@@ -201,6 +201,11 @@ def main(argv=None) -> int:
                       help="nn.RNN recomputes the matrix every step: slow for large n, T")
   parser.add_argument("--fused", action="store_true",
                       help="Recurrent(fused=True) for the cells and the floor")
+  parser.add_argument("--input-projection", default="auto",
+                      choices=list(layers.INPUT_PROJECTIONS),
+                      help="Recurrent's input_projection for the cells and the floor "
+                      "(with --fused; 'auto': x_t W inside the loop for the rnn_scan cells "
+                      "when 8 d <= n)")
   parser.add_argument("--explain", action="store_true",
                       help="add the prepare-alone column and the products-only floors "
                       "for k = 1 and the k recurrent kernels of each gated cell")
@@ -213,6 +218,11 @@ def main(argv=None) -> int:
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
   rows = []
   medians = {}  # (n, T, batch) -> {row label: layer median ms}
+
+  def layer(cell):
+    return layers.Recurrent(cell, fused=args.fused,
+                            input_projection=args.input_projection if args.fused else "auto")
+
   print(header, flush=True)
   fmt = lambda v: "-" if v is None else f"{v:.2f}"
   for n in args.n:
@@ -223,8 +233,7 @@ def main(argv=None) -> int:
         entries = {}
         for name in names:
           if "layer" in args.paths or name == FLOOR:
-            entries[(name, "layer")] = training_step(
-                layers.Recurrent(build(name, n), fused=args.fused), x)
+            entries[(name, "layer")] = training_step(layer(build(name, n)), x)
           if "nn.RNN" in args.paths:
             entries[(name, "nn.RNN")] = training_step(nn.RNN(build(name, n)), x)
           if args.explain:
@@ -235,7 +244,7 @@ def main(argv=None) -> int:
                        if w != n})
         for w in wide:  # the floor at a complex cell's state width [Re h | Im h]
           entries[(f"{FLOOR} at n = {w} (state width)", "layer")] = training_step(
-              layers.Recurrent(build(FLOOR, w), fused=args.fused), x)
+              layer(build(FLOOR, w)), x)
         if args.explain:
           for k in product_counts(names):
             entries[(f"products x {k}", "layer")] = product_floor(n, steps, batch, k)
@@ -327,7 +336,8 @@ def _write(path, argv, args, header, rows, medians):
           f"{os.environ.get('OPENBLAS_NUM_THREADS')}, allocator settings "
           f"{_malloc_env() or 'default'}; median (and min) of {args.repeats} "
           f"interleaved jitted training iterations (forward + backward + SGD), input size "
-          f"{args.input_size}, fused={args.fused}; ratios use medians.\n"
+          f"{args.input_size}, fused={args.fused}, input_projection="
+          f"{args.input_projection}; ratios use medians.\n"
           f"Command: python benchmarks/cells.py {' '.join(argv if argv is not None else sys.argv[1:])}\n\n")
   with open(path, "w") as f:
     f.write(meta + header + "\n" + "\n".join(rows) + "\n\n" + summary(medians))
