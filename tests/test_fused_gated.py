@@ -96,7 +96,8 @@ def test_ncgru_matches_autodiff_of_reference_x64(reverse, lengths, x64):
                          out_f, out_r)
   # the negative biases cut units off (c = 0): both branches of modReLU are exercised
   u3 = tuple(jnp.split(args[3], 3, axis=-1))  # the core takes the three inputs apart
-  _, (_, _, c) = fused_gated._ncgru_forward(*args[:3], u3, args[4], mask, reverse, 1)
+  _, (_, _, c) = fused_gated._ncgru_forward(*args[:3], u3, None, None, args[4], mask, reverse,
+                                              1)
   c = np.asarray(c)
   assert (c == 0).any() and (c != 0).any()
 
@@ -254,3 +255,57 @@ def test_three_input_arrays_bad_arguments_raise():
     fused_gated.gru_scan(kernel, bias, (a, b, c[:-1]), h0)
   with pytest.raises(ValueError, match="gru_scan: argument 'u' must have 4 features"):
     fused_gated.gru_scan(kernel, bias, (u, u, u), h0)
+
+
+D = 2  # raw input width of the in-loop projection tests
+
+
+@pytest.mark.parametrize("scan", ["lstm", "gru", "ncgru"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_input_kernel_matches_the_projected_inputs_x64(scan, reverse, x64):
+  """u_t = x_t W + b inside the loop == the scan of the hoisted x W + b: outputs, carries
+  and the gradients of every argument (the raw input, W and b included)."""
+  rng = np.random.default_rng(11)
+  k = 4 if scan == "lstm" else 3
+  x = jnp.asarray(rng.standard_normal((T, 3, D)))
+  w_in = jnp.asarray(rng.standard_normal((D, k * N)))
+  b_in = jnp.asarray(0.3 * rng.standard_normal((k * N,)))
+  if scan == "ncgru":
+    kernel_ru, kernel_c, bias_c, _, h0 = ncgru_data()
+    run = lambda uu, **kw: fused_gated.ncgru_scan(kernel_ru, kernel_c, bias_c, uu, h0,
+                                                  reverse=reverse, mask=mask_of(LENGTHS), **kw)
+  else:
+    kernel, bias, _, h0, c0 = data(k)
+    fn = fused_gated.lstm_scan if scan == "lstm" else fused_gated.gru_scan
+    carry = (c0, h0) if scan == "lstm" else h0
+    run = lambda uu, **kw: fn(kernel, bias, uu, carry, reverse=reverse,
+                              mask=mask_of(LENGTHS), **kw)
+  out_w = jnp.asarray(rng.standard_normal((T, 3, N)))
+  project = lambda xx, ww, bb: jnp.einsum("tbd,dk->tbk", xx, ww) + bb[None, None]
+  hoisted = lambda xx, ww, bb: _loss(run(project(xx, ww, bb)), out_w)
+  in_loop = lambda xx, ww, bb: _loss(run(xx, input_kernel=ww, input_bias=bb), out_w)
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12),
+                         run(x, input_kernel=w_in, input_bias=b_in),
+                         run(project(x, w_in, b_in)))
+  g_loop = jax.jit(jax.grad(in_loop, argnums=(0, 1, 2)))(x, w_in, b_in)
+  g_hoist = jax.jit(jax.grad(hoisted, argnums=(0, 1, 2)))(x, w_in, b_in)
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12),
+                         g_loop, g_hoist)
+  assert float(jnp.max(jnp.abs(g_loop[0]))) > 1e-3
+
+
+def test_input_kernel_bad_arguments_raise():
+  kernel, bias, u, h0, c0 = data(3)
+  x = u[..., :D]
+  with pytest.raises(ValueError, match=r"gru_scan: argument 'input_kernel' must have shape "
+                     r"\(d, 3 n\) = \(2, 12\)"):
+    fused_gated.gru_scan(kernel, bias, x, h0, input_kernel=jnp.zeros((D, 8)))
+  with pytest.raises(ValueError, match=r"gru_scan: argument 'input_bias' must have shape \(12,\)"):
+    fused_gated.gru_scan(kernel, bias, x, h0, input_kernel=jnp.zeros((D, 12)),
+                         input_bias=jnp.zeros((4,)))
+  with pytest.raises(ValueError, match="gru_scan: argument 'input_bias' needs 'input_kernel'"):
+    fused_gated.gru_scan(kernel, bias, u, h0, input_bias=jnp.zeros((12,)))
+  with pytest.raises(ValueError, match="gru_scan: with 'input_kernel', argument 'u' must be "
+                     "the raw input array"):
+    fused_gated.gru_scan(kernel, bias, tuple(jnp.split(u, 3, axis=-1)), h0,
+                         input_kernel=jnp.zeros((N, 12)))

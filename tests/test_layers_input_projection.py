@@ -15,9 +15,11 @@ from lvf_jax.layers import recurrent as recurrent_lib
 from layer_helpers import B, N, T, close, data, init_params, make
 
 # Every cell whose fused scan is rnn_scan: modReLU (expRNN, nnRNN, uRNN complex state,
-# full-capacity uRNN), tanh with an input bias (tanh RNN), lvfRNN, scoRNN.
+# full-capacity uRNN), tanh with an input bias (tanh RNN), lvfRNN, scoRNN; and the gated
+# scans: LSTM (no input bias), GRU (input biases), GORU / NC-GRU (gate biases added after
+# the projection).
 IN_LOOP_CELLS = ["exprnn", "scornn", "nnrnn", "lvf", "rnn", "rnn_orth", "urnn", "fcurnn",
-                 "eurnn"]
+                 "eurnn", "lstm", "gru", "goru", "ncgru"]
 
 
 def _loss(layer, lengths):
@@ -104,7 +106,7 @@ def test_auto_chooses_by_input_width(monkeypatch, width, expect_in_loop):
   close(auto, hoisted, tol=2e-5)
 
 
-@pytest.mark.parametrize("name", ["gru", "antisymmetric", "ncgru"])
+@pytest.mark.parametrize("name", ["antisymmetric", "gated_antisymmetric"])
 def test_auto_hoists_for_cells_without_an_in_loop_scan(name):
   x = data()
   auto = layers.Recurrent(make(name), fused=True, input_projection="auto")
@@ -120,8 +122,9 @@ def test_bad_input_projection_settings_raise():
     init_params(layers.Recurrent(make("exprnn"), fused=True, input_projection="loop"), x)
   with pytest.raises(ValueError, match="fused=True"):
     init_params(layers.Recurrent(make("exprnn"), input_projection="in_loop"), x)
-  with pytest.raises(ValueError, match="GRUCell"):
-    init_params(layers.Recurrent(make("gru"), fused=True, input_projection="in_loop"), x)
+  with pytest.raises(ValueError, match="AntisymmetricRNNCell"):
+    init_params(layers.Recurrent(make("antisymmetric"), fused=True, input_projection="in_loop"),
+                x)
   with pytest.raises(ValueError, match="'in_loop'"):
     init_params(layers.Recurrent(nn.GRUCell(N), fused=True, input_projection="in_loop"), x)
   # Flax's own cell with 'auto' simply runs its fallback scan.
@@ -136,7 +139,23 @@ def test_input_weights_are_the_projection():
   w, b = cell.apply(params, x, method=lambda c, xx: c.input_weights(xx))
   u = cell.apply(params, x, method=lambda c, xx: c.project_inputs(xx))
   np.testing.assert_allclose(u, x @ w + b[None, None], rtol=1e-5, atol=1e-6)
-  with pytest.raises(NotImplementedError, match="GRUCell"):
-    gru = make("gru")
-    gru.apply(gru.init(jax.random.key(0), jnp.zeros((B, N)), x[:, 0]), x,
-              method=lambda c, xx: c.input_weights(xx))
+  with pytest.raises(NotImplementedError, match="GatedAntisymmetricRNNCell"):
+    anti = make("gated_antisymmetric")
+    anti.apply(anti.init(jax.random.key(0), jnp.zeros((B, N)), x[:, 0]), x,
+               method=lambda c, xx: c.input_weights(xx))
+
+
+@pytest.mark.parametrize("name", ["gru", "lstm", "goru", "ncgru"])
+def test_gated_input_weights_are_the_concatenated_projections(name):
+  cell = make(name)
+  x = data()
+  params = cell.init(jax.random.key(0), cell.initialize_carry(jax.random.key(1), x[:, 0].shape),
+                     x[:, 0])
+  # Non-zero biases, so that a bias lost on the way would show.
+  params = jax.tree_util.tree_map(lambda a: a + 0.1, params)
+  w, b = cell.apply(params, x, method=lambda c, xx: c.input_weights(xx))
+  u = cell.apply(params, x, method=lambda c, xx: c.project_inputs(xx))
+  u = jnp.concatenate(u, axis=-1) if isinstance(u, tuple) else u
+  ref = x @ w if b is None else x @ w + b[None, None]
+  np.testing.assert_allclose(u, ref, rtol=1e-5, atol=1e-5)
+  assert (b is None) == (name == "lstm")

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Callable, Optional
+from typing import Any, Callable, ClassVar, Optional
 
 import jax
 import jax.numpy as jnp
@@ -299,17 +299,32 @@ class StructuredCell(nn.RNNCellBase):
   def project_inputs(self, x: Array) -> Array:  # pragma: no cover - abstract
     raise NotImplementedError
 
+  # Whether project_inputs(x) is exactly self.input(x) (one dense map, InputProjection).
+  DENSE_INPUT: ClassVar[bool] = False
+
   def input_weights(self, x: Array) -> tuple[Array, Optional[Array]]:
-    """``(W, b)`` of the input projection ``project_inputs(x) = x W + b`` in the compute
-    dtype (``b`` None without an input bias), for a layer that forms ``x_t W`` inside its
-    loop (:class:`lvf_jax.layers.Recurrent`, ``input_projection``). Defined for the cells
-    whose projection is one dense map ``self.input`` (:class:`KernelCell`, the tanh RNNs);
-    ``x`` is only checked (feature size) and creates the parameters at initialisation."""
-    projection = getattr(self, "input", None)
-    if not isinstance(projection, InputProjection):
+    """``(W, b)`` with ``project_inputs(x) = x W + b`` (its blocks concatenated) in the
+    compute dtype (``b`` None without an input bias), for a layer that forms ``x_t W``
+    inside its loop (:class:`lvf_jax.layers.Recurrent`, ``input_projection``). ``x`` is
+    only checked (feature size) and creates the parameters at initialisation. Defined by
+    the cells with ``DENSE_INPUT`` (``project_inputs`` is their dense ``self.input``) and
+    by those that override it (gate biases added after the product, Flax-named blocks);
+    ``NotImplementedError`` otherwise."""
+    if not self.DENSE_INPUT:
       raise NotImplementedError(
           f"{type(self).__name__}: its input projection is not one dense map x W + b.")
-    return projection(x, self._compute_dtype(x), weights=True)
+    return self._dense_input_weights(x)
+
+  def _dense_input_weights(self, x: Array, gate_biases: tuple = ()):
+    """``(W, b)`` of ``self.input`` plus, per equal column block, the bias in
+    ``gate_biases`` (None: none) that ``project_inputs`` adds after the product."""
+    w, b = self.input(x, self._compute_dtype(x), weights=True)
+    if gate_biases:
+      n = w.shape[-1] // len(gate_biases)
+      extra = jnp.concatenate([jnp.zeros((n,), w.dtype) if g is None else g.astype(w.dtype)
+                               for g in gate_biases])
+      b = extra if b is None else b + extra
+    return w, b
 
   @nn.nowrap
   def step(self, prep: Any, carry: Any, u: Array) -> tuple[Any, Array]:  # pragma: no cover
@@ -351,6 +366,8 @@ class KernelCell(StructuredCell):
   :meth:`regularize` to sow their regularisation terms. This is the family the fused
   custom-VJP scan of :mod:`lvf_jax.layers.fused` accelerates.
   """
+
+  DENSE_INPUT = True
 
   def recurrent_matrix(self) -> Array:  # pragma: no cover - abstract
     raise NotImplementedError

@@ -35,6 +35,8 @@ class TanhRNNCell(base.StructuredCell):
   recurrent_kernel_init: base.Initializer = nn.initializers.glorot_uniform()
   bias_init: base.Initializer = nn.initializers.zeros_init()
 
+  DENSE_INPUT = True
+
   def setup(self):
     name = type(self).__name__
     n = base.check_features(name, self.features)
@@ -128,22 +130,32 @@ class _FlaxGatedCell(base.StructuredCell):
     biases = [jnp.zeros((n,), dtype) if b is None else b for b in biases]
     return jnp.concatenate(kernels, axis=-1), jnp.concatenate(biases, axis=-1)
 
+  def _checked_inputs(self, x: Array) -> Array:
+    """``x`` as an array whose feature size matches the input kernels (once created)."""
+    first = f"i{self.GATES[0]}"
+    known = None
+    if self.has_variable("params", first):
+      known = self.get_variable("params", first)["kernel"].shape[0]
+    return base.check_inputs(type(self).__name__, x, known)
+
   def project_inputs(self, x: Array) -> Any:
     """``x @ [W_i<gate> ...] (+ input biases)``: one ``(..., k n)`` array from one 2-D
     product, or with ``SPLIT_INPUTS`` the tuple of the ``k`` gate blocks ``(..., n)``,
     one product each (the GRU: its fused scan reads three arrays, see
     :mod:`lvf_jax.layers.fused_gated`)."""
-    first = f"i{self.GATES[0]}"
-    known = None
-    if self.has_variable("params", first):
-      known = self.get_variable("params", first)["kernel"].shape[0]
-    x = base.check_inputs(type(self).__name__, x, known)
+    x = self._checked_inputs(x)
     dtype = self._compute_dtype(x)
     if self.SPLIT_INPUTS:
       return tuple(base.dense_over_leading_axes(x, kernel, bias, dtype)
                    for kernel, bias in self._gate_params("i", x.shape[-1], dtype))
     kernel, bias = self._blocks("i", x.shape[-1], dtype)
     return base.dense_over_leading_axes(x, kernel, bias, dtype)
+
+  def input_weights(self, x: Array) -> tuple[Array, Optional[Array]]:
+    """``([W_i<gate> ...] (d, k n), input biases (k n,) or None)`` in the compute dtype:
+    what :meth:`project_inputs` applies, as weights (``x`` is only checked)."""
+    x = self._checked_inputs(x)
+    return self._blocks("i", x.shape[-1], self._compute_dtype(x))
 
   def prepare(self, dtype: Optional[base.Dtype] = None) -> dict[str, Array]:
     """``{'kernel': [U_h<gate> ...] (n, k n), 'bias': hidden biases (k n,)}``."""

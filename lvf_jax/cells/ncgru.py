@@ -106,6 +106,11 @@ class NCGRUCell(base.StructuredCell):
     return base.add_gate_biases(self.input(x, self._compute_dtype(x), parts=3), self.bias_r,
                                 self.bias_u, None)
 
+  def input_weights(self, x: Array) -> tuple[Array, Array]:
+    """``(W, [b_r | b_u | 0])``: :meth:`project_inputs` as weights (for the in-loop
+    projection)."""
+    return self._dense_input_weights(x, (self.bias_r, self.bias_u, None))
+
   @nn.nowrap
   def step(self, prep: Any, carry: Array, u: Any) -> tuple[Array, Array]:
     """One NC-GRU step (pure), row form; ``u`` the three projections (or them

@@ -406,15 +406,6 @@ def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *
   fn = "rnn_scan"
   _check_choice(fn, "activation", activation, ACTIVATIONS)
   unroll = _check_unroll(fn, unroll)
-  w_in = None
-  if input_kernel is not None:
-    w_in = jnp.asarray(input_kernel)
-    n = jnp.shape(kernel)[-1]
-    if w_in.ndim != 2 or w_in.shape != (jnp.shape(u)[-1], n):
-      raise ValueError(
-          f"{fn}: argument 'input_kernel' must have shape (d, n) = "
-          f"({jnp.shape(u)[-1]}, {n}) for inputs u of shape {jnp.shape(u)}; "
-          f"got {w_in.shape}.")
   split_bias = None
   if activation == "modrelu_split" and bias is not None:  # one bias per complex unit
     n = jnp.shape(kernel)[-1]
@@ -424,12 +415,10 @@ def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *
           f"{fn}: with activation='modrelu_split' the kernel acts on [Re h | Im h] (even "
           f"size 2m) and argument 'bias' must have shape (m,); got kernel {jnp.shape(kernel)} "
           f"and bias {split_bias.shape}.")
-  kernel, u2, h02, bias, mask2, batch_shape = _prepare(
-      fn, kernel, u, h0, bias, mask, seq_lengths, None if w_in is not None else 1)
+  kernel, u2, h02, bias, mask2, batch_shape, w_in, _ = _prepare_inputs(
+      fn, kernel, u, h0, bias, mask, seq_lengths, 1, input_kernel=input_kernel)
   if split_bias is not None:
     bias = split_bias.astype(u2.dtype)
-  if w_in is not None:
-    w_in = w_in.astype(u2.dtype)
   h_last, hs = _rnn_core(kernel, w_in, u2, h02, bias, mask2, activation, bool(reverse),
                          unroll)
   return _finish(h_last, hs, mask2, batch_shape)
@@ -637,6 +626,76 @@ def _prepare_parts(fn, kernel, u, h0, bias, mask, seq_lengths, parts: int, kerne
   return kernel, tuple(jnp.split(u2, parts, axis=-1)), h02, bias, mask2, batch_shape
 
 
+def _prepare_inputs(fn, kernel, u, h0, bias, mask, seq_lengths, width: int, kernels: int = 1,
+                    *, split: bool = False, input_kernel=None, input_bias=None):
+  """:func:`_prepare` (or with ``split`` :func:`_prepare_parts`) plus the optional in-loop
+  input projection; returns ``(kernel, u2, h02, bias, mask2, batch_shape, w_in, b_in)``.
+
+  Without ``input_kernel``, ``u`` holds the projected inputs (``width n`` features, or with
+  ``split`` a tuple of ``width`` arrays) and ``w_in = b_in = None``. With it, ``u`` is the
+  raw input ``(T, *batch, d)`` (``u2: (T, B, d)``), ``w_in = input_kernel`` must be ``(d,
+  width n)`` and ``b_in = input_bias`` ``(width n,)`` or None; both are cast to ``u``'s
+  dtype and the scan forms ``u_t = x_t W + b`` inside its loop (:func:`_loop_reader`).
+  """
+  if input_kernel is None:
+    if input_bias is not None:
+      raise ValueError(f"{fn}: argument 'input_bias' needs 'input_kernel'.")
+    if split:
+      out = _prepare_parts(fn, kernel, u, h0, bias, mask, seq_lengths, width, kernels)
+    else:
+      out = _prepare(fn, kernel, u, h0, bias, mask, seq_lengths, width, kernels)
+    return out + (None, None)
+  if isinstance(u, (tuple, list)):
+    raise ValueError(f"{fn}: with 'input_kernel', argument 'u' must be the raw input array "
+                     f"(time, *batch, d); got a sequence of {len(u)} arrays.")
+  kernel, u2, h02, bias, mask2, batch_shape = _prepare(fn, kernel, u, h0, bias, mask,
+                                                       seq_lengths, None, kernels)
+  n, d = h02.shape[-1], u2.shape[-1]
+  w_in = jnp.asarray(input_kernel)
+  if w_in.shape != (d, width * n):
+    what = "n" if width == 1 else f"{width} n"
+    raise ValueError(f"{fn}: argument 'input_kernel' must have shape (d, {what}) = "
+                     f"({d}, {width * n}) for inputs u of shape {jnp.shape(u)}; got "
+                     f"{w_in.shape}.")
+  b_in = None
+  if input_bias is not None:
+    b_in = jnp.asarray(input_bias)
+    if b_in.shape != (width * n,):
+      raise ValueError(f"{fn}: argument 'input_bias' must have shape ({width * n},); got "
+                       f"{b_in.shape}.")
+    b_in = b_in.astype(u2.dtype)
+  return kernel, u2, h02, bias, mask2, batch_shape, w_in.astype(u2.dtype), b_in
+
+
+def _loop_reader(w_in, b_in, parts: int = 1):
+  """``read(xs_t) -> u_t`` for a forward loop: the identity when the inputs were projected
+  before the loop (``w_in`` None), else ``x_t W + b`` (split into ``parts`` blocks)."""
+  if w_in is None:
+    return lambda u_t: u_t
+
+  def read(x_t):
+    v = jnp.dot(x_t, w_in)
+    if b_in is not None:
+      v = v + b_in[None, :]
+    return v if parts == 1 else tuple(jnp.split(v, parts, axis=-1))
+  return read
+
+
+def _input_cotangents(x, w_in, b_in, du):
+  """Cotangents of the scan's input arguments ``(u, w_in, b_in)`` from the pre-activation
+  cotangents ``du`` (one ``(T, B, k)`` array or a tuple of blocks): ``(du, None, None)``
+  when the inputs came projected, else ``(dX, dW, db)`` of ``u = x W + b`` with ``dW =
+  X^T dU`` and ``dX = dU W^T`` one large product per block, after the loop."""
+  if w_in is None:
+    return du, None, None
+  blocks = du if isinstance(du, tuple) else (du,)
+  ws = jnp.split(w_in, len(blocks), axis=-1)
+  d_w = jnp.concatenate([_big_matmul_tn(x, g) for g in blocks], axis=-1)
+  d_x = sum(jnp.dot(g.reshape((-1, g.shape[-1])), w.T) for g, w in zip(blocks, ws))
+  d_b = None if b_in is None else jnp.concatenate([jnp.sum(g, axis=(0, 1)) for g in blocks])
+  return d_x.reshape(x.shape), d_w, d_b
+
+
 def _input_parts(fn: str, u, parts: int) -> tuple[Array, ...]:
   """Validates ``u`` given as ``parts`` arrays of one shape and dtype (the gated scans'
   separately projected inputs) and returns them as arrays."""
@@ -745,8 +804,10 @@ def fused_scan_for_cell(cell: Any, in_loop: bool = False):
   :meth:`~lvf_jax.cells.base.StructuredCell.input_weights`), and forms ``x_t W + b``
   inside its loop (:func:`rnn_scan`'s ``input_kernel``; an input bias joins the activation
   bias, the same sum inside ``tanh`` / ``relu`` / identity, and a ``ValueError`` for a
-  modReLU cell with an input bias: none of the library's has one); it exists for the cells
-  of the :func:`rnn_scan` rows above (``None`` for the others).
+  modReLU cell with an input bias: none of the library's has one) or the ``input_kernel``
+  / ``input_bias`` of the LSTM, GRU, GORU and NC-GRU scans; it is ``None`` for the
+  AntisymmetricRNN cells (their Euler scans keep the projected inputs: the gated one
+  reuses their buffers for its activations) and for the cells no scan covers.
 
   Args:
     cell: a cell instance (bound or unbound); only its class and static attributes are read.
@@ -775,8 +836,20 @@ def fused_scan_for_cell(cell: Any, in_loop: bool = False):
 
     return scan_in_loop if in_loop else scan
 
-  if in_loop and not isinstance(cell, (cells.KernelCell, cells.TanhRNNCell)):
-    return None
+  def gated(fn, params):
+    """The scan ``fn(*args, u, carry, ..., **kw)`` of a gated cell, ``(args, kw) =
+    params(prep)``, in either form."""
+    def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
+      args, kw = params(prep)
+      return fn(*args, u, carry, reverse=reverse, unroll=unroll, mask=mask, **kw)
+
+    def scan_in_loop(prep, carry, x, *, input_weights, reverse=False, unroll=1, mask=None):
+      args, kw = params(prep)
+      w, b_in = input_weights
+      return fn(*args, x, carry, reverse=reverse, unroll=unroll, mask=mask,
+                input_kernel=w, input_bias=b_in, **kw)
+    return scan_in_loop if in_loop else scan
+
 
   def euler(gated, epsilon):
     fn = gated_euler_scan if gated else euler_scan
@@ -793,28 +866,19 @@ def fused_scan_for_cell(cell: Any, in_loop: bool = False):
   if isinstance(cell, cells.TanhRNNCell):  # includes OrthInitRNNCell
     return simple("tanh", False)
   if isinstance(cell, cells.AntisymmetricRNNCell):  # includes the gated subclass
-    return euler(bool(cell.gated), float(cell.epsilon))
+    return None if in_loop else euler(bool(cell.gated), float(cell.epsilon))
   if isinstance(cell, (cells.LSTMCell, cells.GRUCell)):
     if cell.gate_fn is not jax.nn.sigmoid or cell.activation_fn is not jnp.tanh:
       return None  # the hand-written derivatives assume Flax's default functions
     fn = _fused_gated().lstm_scan if isinstance(cell, cells.LSTMCell) else \
         _fused_gated().gru_scan
-
-    def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
-      return fn(prep["kernel"], prep["bias"], u, carry, reverse=reverse, unroll=unroll,
-                mask=mask)
-    return scan
+    return gated(fn, lambda p: ((p["kernel"], p["bias"]), {}))
   if isinstance(cell, cells.GORUCell):  # a GRU with a modReLU candidate, no hidden biases
-    def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
-      return _fused_gated().gru_scan(prep["kernel"], None, u, carry, reverse=reverse,
-                                     unroll=unroll, mask=mask, candidate="modrelu",
-                                     candidate_bias=prep["bias_c"])
-    return scan
+    return gated(_fused_gated().gru_scan, lambda p: (
+        (p["kernel"], None), {"candidate": "modrelu", "candidate_bias": p["bias_c"]}))
   if isinstance(cell, cells.NCGRUCell):
-    def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
-      return _fused_gated().ncgru_scan(prep["kernel_ru"], prep["kernel_c"], prep["bias_c"], u,
-                                       carry, reverse=reverse, unroll=unroll, mask=mask)
-    return scan
+    return gated(_fused_gated().ncgru_scan,
+                 lambda p: ((p["kernel_ru"], p["kernel_c"], p["bias_c"]), {}))
   return None
 
 

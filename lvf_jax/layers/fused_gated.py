@@ -37,6 +37,14 @@ slice and the column slices into its elementwise fusion; on XLA:CPU that forward
 docs/RESULTS.md, issue 3, session 10). The LSTM adds ``u_t`` to the whole pre-activation
 before its split and measured no gain from the same change, so it keeps one array.
 
+In-loop input projection: all three scans also take the raw input ``x`` as ``u`` with
+``input_kernel=W`` (and ``input_bias=b``) and form ``u_t = x_t W + b`` inside the forward
+step, one ``(B, d) x (d, k n)`` product (split into the three blocks for the GRU and
+NC-GRU); the backward pass is unchanged up to its end, where ``dW = X^T dU`` and ``dX = dU
+W^T`` are one large product per block. For narrow inputs this saves writing and reading
+back the ``(T, B, k n)`` projected sequence (:class:`lvf_jax.layers.Recurrent`'s
+``input_projection``).
+
 Masking (``mask`` / ``seq_lengths``), ``reverse`` and the flattening of several batch axes
 follow :func:`lvf_jax.layers.fused.rnn_scan`: where the mask is False the carry is frozen
 (its cotangent flows straight through) and the output is zero. First-order only (the
@@ -53,9 +61,9 @@ import jax
 import jax.numpy as jnp
 
 from lvf_jax.layers.fused import (_act_fwd, _act_grad_from_output, _big_matmul_tn,
-                                  _check_unroll, _finish, _last_carry, _mask_select,
-                                  _modrelu_bias_cotangent, _padded_carry_cotangent,
-                                  _prepare, _prepare_parts, _prev_states,
+                                  _check_unroll, _finish, _input_cotangents, _last_carry,
+                                  _loop_reader, _mask_select, _modrelu_bias_cotangent,
+                                  _padded_carry_cotangent, _prepare_inputs, _prev_states,
                                   _valid_cotangent)
 
 Array = jnp.ndarray
@@ -68,17 +76,19 @@ def _masked(m_t, new, old):
 # ------------------------------------------------------------------------- LSTM
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7))
-def _lstm_core(kernel, bias, u, c0, h0, mask, reverse, unroll):
-  (cs, hs), _ = _lstm_forward(kernel, bias, u, c0, h0, mask, reverse, unroll)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(8, 9))
+def _lstm_core(kernel, bias, u, w_in, b_in, c0, h0, mask, reverse, unroll):
+  (cs, hs), _ = _lstm_forward(kernel, bias, u, w_in, b_in, c0, h0, mask, reverse, unroll)
   return (_last_carry(c0, cs, reverse), _last_carry(h0, hs, reverse)), hs
 
 
-def _lstm_forward(kernel, bias, u, c0, h0, mask, reverse, unroll):
+def _lstm_forward(kernel, bias, u, w_in, b_in, c0, h0, mask, reverse, unroll):
+  read = _loop_reader(w_in, b_in)
+
   def body(carry, xs):
     c, h = carry
     u_t, m_t = xs
-    z = jnp.dot(h, kernel) + bias[None, :] + u_t
+    z = jnp.dot(h, kernel) + bias[None, :] + read(u_t)
     zi, zf, zg, zo = jnp.split(z, 4, axis=-1)
     i, f, g, o = jax.nn.sigmoid(zi), jax.nn.sigmoid(zf), jnp.tanh(zg), jax.nn.sigmoid(zo)
     c_new = f * c + i * g
@@ -91,14 +101,15 @@ def _lstm_forward(kernel, bias, u, c0, h0, mask, reverse, unroll):
   return states, gates
 
 
-def _lstm_fwd(kernel, bias, u, c0, h0, mask, reverse, unroll):
-  (cs, hs), gates = _lstm_forward(kernel, bias, u, c0, h0, mask, reverse, unroll)
+def _lstm_fwd(kernel, bias, u, w_in, b_in, c0, h0, mask, reverse, unroll):
+  (cs, hs), gates = _lstm_forward(kernel, bias, u, w_in, b_in, c0, h0, mask, reverse, unroll)
   out = (_last_carry(c0, cs, reverse), _last_carry(h0, hs, reverse)), hs
-  return out, (kernel, c0, h0, mask, cs, hs, gates)
+  x = None if w_in is None else u  # the raw input, for dW = X^T dZ
+  return out, (kernel, c0, h0, mask, cs, hs, gates, x, w_in, b_in)
 
 
 def _lstm_bwd(reverse, unroll, res, cts):
-  kernel, c0, h0, mask, cs, hs, gates = res
+  kernel, c0, h0, mask, cs, hs, gates, x, w_in, b_in = res
   (dc_last, dh_last), dhs = cts
   kernel_t = kernel.T
   c_prev = _prev_states(c0, cs, reverse)
@@ -125,7 +136,7 @@ def _lstm_bwd(reverse, unroll, res, cts):
                                 reverse=not reverse, unroll=unroll)
   d_kernel = _big_matmul_tn(_prev_states(h0, hs, reverse), dz)
   d_bias = jnp.sum(dz, axis=(0, 1))
-  return d_kernel, d_bias, dz, dc0, dh0, None
+  return (d_kernel, d_bias) + _input_cotangents(x, w_in, b_in, dz) + (dc0, dh0, None)
 
 
 _lstm_core.defvjp(_lstm_fwd, _lstm_bwd)
@@ -133,15 +144,19 @@ _lstm_core.defvjp(_lstm_fwd, _lstm_bwd)
 
 def lstm_scan(kernel: Array, bias: Array, u: Array, carry: tuple[Array, Array], *,
               reverse: bool = False, unroll: int = 1, mask: Optional[Array] = None,
-              seq_lengths: Optional[Array] = None):
+              seq_lengths: Optional[Array] = None, input_kernel: Optional[Array] = None,
+              input_bias: Optional[Array] = None):
   """The LSTM recurrence over time with the fused backward pass (module docstring).
 
   Args:
     kernel: concatenated hidden kernels ``[K_i K_f K_g K_o]``, ``(n, 4n)``.
     bias: concatenated hidden biases ``(4n,)``.
-    u: projected inputs (input biases included), time-major ``(T, *batch, 4n)``.
+    u: projected inputs (input biases included), time-major ``(T, *batch, 4n)``; with
+      ``input_kernel``, the raw inputs ``(T, *batch, d)``.
     carry: ``(c0, h0)``, each ``(*batch, n)``.
     reverse, unroll, mask, seq_lengths: as :func:`lvf_jax.layers.fused.rnn_scan`.
+    input_kernel, input_bias: optional ``W (d, 4n)`` and ``b (4n,)``: ``u_t = x_t W + b``
+      is formed inside the loop (module docstring, "In-loop input projection").
 
   Returns:
     ``((c_final, h_final), hs)`` with ``hs`` time-major ``(T, *batch, n)``.
@@ -149,14 +164,16 @@ def lstm_scan(kernel: Array, bias: Array, u: Array, carry: tuple[Array, Array], 
   fn = "lstm_scan"
   unroll = _check_unroll(fn, unroll)
   c0, h0 = carry
-  kernel, u2, h02, bias, mask2, batch_shape = _prepare(fn, kernel, u, h0, bias, mask,
-                                                       seq_lengths, 4, kernels=4)
+  kernel, u2, h02, bias, mask2, batch_shape, w_in, b_in = _prepare_inputs(
+      fn, kernel, u, h0, bias, mask, seq_lengths, 4, kernels=4, input_kernel=input_kernel,
+      input_bias=input_bias)
   c0 = jnp.asarray(c0)
   if c0.shape != jnp.shape(h0):
     raise ValueError(f"{fn}: argument 'carry' must be (c0, h0) of equal shapes; got "
                      f"{c0.shape} and {jnp.shape(h0)}.")
   c02 = c0.astype(u2.dtype).reshape(h02.shape)
-  (c_last, h_last), hs = _lstm_core(kernel, bias, u2, c02, h02, mask2, bool(reverse), unroll)
+  (c_last, h_last), hs = _lstm_core(kernel, bias, u2, w_in, b_in, c02, h02, mask2,
+                                    bool(reverse), unroll)
   h_last, ys = _finish(h_last, hs, mask2, batch_shape)
   return (c_last.reshape(h_last.shape), h_last), ys
 
@@ -167,19 +184,24 @@ def lstm_scan(kernel: Array, bias: Array, u: Array, carry: tuple[Array, Array], 
 CANDIDATES = ("tanh", "modrelu")
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7, 8))
-def _gru_core(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll):
-  hs, _ = _gru_forward(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(8, 9, 10))
+def _gru_core(kernel, bias, cbias, u, w_in, b_in, h0, mask, candidate, reverse, unroll):
+  hs, _ = _gru_forward(kernel, bias, cbias, u, w_in, b_in, h0, mask, candidate, reverse,
+                       unroll)
   return _last_carry(h0, hs, reverse), hs
 
 
-def _gru_forward(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll):
+def _gru_forward(kernel, bias, cbias, u, w_in, b_in, h0, mask, candidate, reverse, unroll):
   """``u = (u^r, u^z, u^m)``: three ``(T, B, n)`` arrays. A step that read one ``(T, B, 3n)``
   array and split ``u_t`` in three ran 1.7-2.4 times as slow on XLA:CPU (the dynamic slice and the
   column slices fused into the step's elementwise fusion; benchmarks/gated_input.py), so
-  the inputs come in as three arrays and the residuals ``r, z, m, a_m`` leave as four."""
+  the inputs come in as three arrays and the residuals ``r, z, m, a_m`` leave as four.
+  With ``w_in``, ``u`` is the raw input and ``x_t W + b`` is formed (and split) in the step."""
+  read = _loop_reader(w_in, b_in, 3)
+
   def body(h, xs):
-    (u_r, u_z, u_m), m_t = xs
+    u_t, m_t = xs
+    u_r, u_z, u_m = read(u_t)
     a = jnp.dot(h, kernel)
     if bias is not None:
       a = a + bias[None, :]
@@ -194,13 +216,16 @@ def _gru_forward(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll):
   return hs, acts
 
 
-def _gru_fwd(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll):
-  hs, acts = _gru_forward(kernel, bias, cbias, u, h0, mask, candidate, reverse, unroll)
-  return (_last_carry(h0, hs, reverse), hs), (kernel, bias, cbias, h0, mask, hs, acts)
+def _gru_fwd(kernel, bias, cbias, u, w_in, b_in, h0, mask, candidate, reverse, unroll):
+  hs, acts = _gru_forward(kernel, bias, cbias, u, w_in, b_in, h0, mask, candidate, reverse,
+                          unroll)
+  x = None if w_in is None else u  # the raw input, for dW = X^T dU
+  return (_last_carry(h0, hs, reverse), hs), (kernel, bias, cbias, h0, mask, hs, acts, x,
+                                              w_in, b_in)
 
 
 def _gru_bwd(candidate, reverse, unroll, res, cts):
-  kernel, bias, cbias, h0, mask, hs, acts = res
+  kernel, bias, cbias, h0, mask, hs, acts, x, w_in, b_in = res
   has_cbias = cbias is not None
   dh_last, dhs = cts
   kernel_t = kernel.T
@@ -233,7 +258,7 @@ def _gru_bwd(candidate, reverse, unroll, res, cts):
                               _big_matmul_tn(h_prev, da_m)], axis=-1)
   d_bias = None if bias is None else jnp.concatenate(
       [jnp.sum(du[0], axis=(0, 1)), jnp.sum(du[1], axis=(0, 1)), jnp.sum(da_m, axis=(0, 1))])
-  return d_kernel, d_bias, d_cbias, du, dh0, None
+  return (d_kernel, d_bias, d_cbias) + _input_cotangents(x, w_in, b_in, du) + (dh0, None)
 
 
 _gru_core.defvjp(_gru_fwd, _gru_bwd)
@@ -242,7 +267,8 @@ _gru_core.defvjp(_gru_fwd, _gru_bwd)
 def gru_scan(kernel: Array, bias: Optional[Array], u: Array, h0: Array, *,
              reverse: bool = False, unroll: int = 1, mask: Optional[Array] = None,
              seq_lengths: Optional[Array] = None, candidate: str = "tanh",
-             candidate_bias: Optional[Array] = None):
+             candidate_bias: Optional[Array] = None, input_kernel: Optional[Array] = None,
+             input_bias: Optional[Array] = None):
   """The GRU recurrence over time with the fused backward pass (module docstring).
 
   Args:
@@ -252,7 +278,7 @@ def gru_scan(kernel: Array, bias: Optional[Array], u: Array, h0: Array, *,
     u: projected inputs (input biases included), time-major: one ``(T, *batch, 3n)``
       array ``[u_r | u_z | u_m]`` (split here: a copy of the sequence) or the three
       ``(T, *batch, n)`` arrays (what :meth:`lvf_jax.cells.GRUCell.project_inputs`
-      returns).
+      returns); with ``input_kernel``, the raw inputs ``(T, *batch, d)``.
     h0: initial carry ``(*batch, n)``.
     reverse, unroll, mask, seq_lengths: as :func:`lvf_jax.layers.fused.rnn_scan`.
     candidate: the candidate's activation, ``'tanh'`` (GRU) or ``'modrelu'``
@@ -260,6 +286,8 @@ def gru_scan(kernel: Array, bias: Optional[Array], u: Array, h0: Array, *,
       with ``K_m`` its orthogonal kernel and ``bias=None``).
     candidate_bias: modReLU's ``b_c`` ``(n,)`` (``'modrelu'`` only; without it the
       candidate is the identity).
+    input_kernel, input_bias: optional ``W (d, 3n)`` and ``b (3n,)`` (the input biases):
+      ``u_t = x_t W + b`` is formed inside the loop (module docstring).
 
   Returns:
     ``(h_final, hs)`` with ``hs`` time-major ``(T, *batch, n)``.
@@ -269,8 +297,9 @@ def gru_scan(kernel: Array, bias: Optional[Array], u: Array, h0: Array, *,
   if candidate not in CANDIDATES:
     raise ValueError(f"{fn}: argument 'candidate' must be one of {list(CANDIDATES)}; got "
                      f"{candidate!r}.")
-  kernel, u3, h02, bias, mask2, batch_shape = _prepare_parts(fn, kernel, u, h0, bias, mask,
-                                                             seq_lengths, 3, kernels=3)
+  kernel, u3, h02, bias, mask2, batch_shape, w_in, b_in = _prepare_inputs(
+      fn, kernel, u, h0, bias, mask, seq_lengths, 3, kernels=3, split=True,
+      input_kernel=input_kernel, input_bias=input_bias)
   cbias = None
   if candidate_bias is not None:
     cbias = jnp.asarray(candidate_bias)
@@ -279,22 +308,26 @@ def gru_scan(kernel: Array, bias: Optional[Array], u: Array, h0: Array, *,
           f"{fn}: argument 'candidate_bias' must have shape ({h02.shape[-1]},) and needs "
           f"candidate='modrelu'; got shape {cbias.shape} with candidate={candidate!r}.")
     cbias = cbias.astype(h02.dtype)
-  h_last, hs = _gru_core(kernel, bias, cbias, u3, h02, mask2, candidate, bool(reverse), unroll)
+  h_last, hs = _gru_core(kernel, bias, cbias, u3, w_in, b_in, h02, mask2, candidate,
+                         bool(reverse), unroll)
   return _finish(h_last, hs, mask2, batch_shape)
 
 
 # ----------------------------------------------------------------------- NC-GRU
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7))
-def _ncgru_core(kernel_ru, kernel_c, bias_c, u, h0, mask, reverse, unroll):
-  hs, _ = _ncgru_forward(kernel_ru, kernel_c, bias_c, u, h0, mask, reverse, unroll)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(8, 9))
+def _ncgru_core(kernel_ru, kernel_c, bias_c, u, w_in, b_in, h0, mask, reverse, unroll):
+  hs, _ = _ncgru_forward(kernel_ru, kernel_c, bias_c, u, w_in, b_in, h0, mask, reverse, unroll)
   return _last_carry(h0, hs, reverse), hs
 
 
-def _ncgru_forward(kernel_ru, kernel_c, bias_c, u, h0, mask, reverse, unroll):
+def _ncgru_forward(kernel_ru, kernel_c, bias_c, u, w_in, b_in, h0, mask, reverse, unroll):
+  read = _loop_reader(w_in, b_in, 3)
+
   def body(h, xs):  # u = three (T, B, n) arrays, residuals out as three (see _gru_forward)
-    (u_r, u_z, u_c), m_t = xs
+    u_t, m_t = xs
+    u_r, u_z, u_c = read(u_t)
     g_r, g_z = jnp.split(jnp.dot(h, kernel_ru), 2, axis=-1)
     r = jax.nn.sigmoid(u_r + g_r)
     z = jax.nn.sigmoid(u_z + g_z)
@@ -306,13 +339,16 @@ def _ncgru_forward(kernel_ru, kernel_c, bias_c, u, h0, mask, reverse, unroll):
   return hs, acts
 
 
-def _ncgru_fwd(kernel_ru, kernel_c, bias_c, u, h0, mask, reverse, unroll):
-  hs, acts = _ncgru_forward(kernel_ru, kernel_c, bias_c, u, h0, mask, reverse, unroll)
-  return (_last_carry(h0, hs, reverse), hs), (kernel_ru, kernel_c, h0, mask, hs, acts)
+def _ncgru_fwd(kernel_ru, kernel_c, bias_c, u, w_in, b_in, h0, mask, reverse, unroll):
+  hs, acts = _ncgru_forward(kernel_ru, kernel_c, bias_c, u, w_in, b_in, h0, mask, reverse,
+                            unroll)
+  x = None if w_in is None else u  # the raw input, for dW = X^T dU
+  return (_last_carry(h0, hs, reverse), hs), (kernel_ru, kernel_c, h0, mask, hs, acts, x,
+                                              w_in, b_in)
 
 
 def _ncgru_bwd(reverse, unroll, res, cts):
-  kernel_ru, kernel_c, h0, mask, hs, acts = res
+  kernel_ru, kernel_c, h0, mask, hs, acts, x, w_in, b_in = res
   dh_last, dhs = cts
   kernel_ru_t, kernel_c_t = kernel_ru.T, kernel_c.T
   h_prev = _prev_states(h0, hs, reverse)
@@ -338,7 +374,8 @@ def _ncgru_bwd(reverse, unroll, res, cts):
                                  _big_matmul_tn(h_prev, d_pre_z)], axis=-1)
   d_kernel_c = _big_matmul_tn(acts[0] * h_prev, d_p)
   d_bias_c = jnp.sum(d_p * jnp.sign(acts[2]), axis=(0, 1))
-  return d_kernel_ru, d_kernel_c, d_bias_c, du, dh0, None
+  return ((d_kernel_ru, d_kernel_c, d_bias_c) + _input_cotangents(x, w_in, b_in, du)
+          + (dh0, None))
 
 
 _ncgru_core.defvjp(_ncgru_fwd, _ncgru_bwd)
@@ -346,7 +383,8 @@ _ncgru_core.defvjp(_ncgru_fwd, _ncgru_bwd)
 
 def ncgru_scan(kernel_ru: Array, kernel_c: Array, bias_c: Array, u: Array, h0: Array, *,
                reverse: bool = False, unroll: int = 1, mask: Optional[Array] = None,
-               seq_lengths: Optional[Array] = None):
+               seq_lengths: Optional[Array] = None, input_kernel: Optional[Array] = None,
+               input_bias: Optional[Array] = None):
   """The NC-GRU recurrence (NC-GRU paper eq 19, row form) with a fused backward pass::
 
       [g_r | g_z] = h_{t-1} [K_r | K_z]
@@ -368,17 +406,21 @@ def ncgru_scan(kernel_ru: Array, kernel_c: Array, bias_c: Array, u: Array, h0: A
     bias_c: modReLU bias ``b``, ``(n,)``.
     u: projected inputs ``[x W_r + b_r | x W_z + b_z | x W_c]``, time-major: one
       ``(T, *batch, 3n)`` array (split here: a copy) or the three ``(T, *batch, n)`` arrays
-      (what :meth:`lvf_jax.cells.NCGRUCell.project_inputs` returns).
+      (what :meth:`lvf_jax.cells.NCGRUCell.project_inputs` returns); with
+      ``input_kernel``, the raw inputs ``(T, *batch, d)``.
     h0: initial carry ``(*batch, n)``.
     reverse, unroll, mask, seq_lengths: as :func:`lvf_jax.layers.fused.rnn_scan`.
+    input_kernel, input_bias: optional ``W (d, 3n)`` and ``b (3n,)``: ``u_t = x_t W + b``
+      is formed inside the loop (module docstring).
 
   Returns:
     ``(h_final, hs)`` with ``hs`` time-major ``(T, *batch, n)``.
   """
   fn = "ncgru_scan"
   unroll = _check_unroll(fn, unroll)
-  kernel_ru, u3, h02, _, mask2, batch_shape = _prepare_parts(fn, kernel_ru, u, h0, None, mask,
-                                                             seq_lengths, 3, kernels=2)
+  kernel_ru, u3, h02, _, mask2, batch_shape, w_in, b_in = _prepare_inputs(
+      fn, kernel_ru, u, h0, None, mask, seq_lengths, 3, kernels=2, split=True,
+      input_kernel=input_kernel, input_bias=input_bias)
   n = h02.shape[-1]
   kernel_c, bias_c = jnp.asarray(kernel_c), jnp.asarray(bias_c)
   if kernel_c.shape != (n, n):
@@ -387,7 +429,7 @@ def ncgru_scan(kernel_ru: Array, kernel_c: Array, bias_c: Array, u: Array, h0: A
   if bias_c.shape != (n,):
     raise ValueError(f"{fn}: argument 'bias_c' must have shape ({n},); got {bias_c.shape}.")
   h_last, hs = _ncgru_core(kernel_ru, kernel_c.astype(h02.dtype), bias_c.astype(h02.dtype), u3,
-                           h02, mask2, bool(reverse), unroll)
+                           w_in, b_in, h02, mask2, bool(reverse), unroll)
   return _finish(h_last, hs, mask2, batch_shape)
 
 

@@ -163,10 +163,12 @@ class Recurrent(nn.Module):
       per step inside the loop, the weight gradient still one large product after it:
       saves writing and re-reading the ``(T, B, n)`` projected sequence, a gain when the
       input width ``d`` is much smaller than ``n``) or ``'auto'`` (in the loop when
-      ``IN_LOOP_RATIO * d <= n``, measured in ``benchmarks/input_projection.py``). The
+      ``IN_LOOP_RATIO * d <= n``, ``n`` the state width (the carry's last axis), measured
+      in ``benchmarks/input_projection.py``). The
       loop form covers the cells of :func:`lvf_jax.layers.fused.rnn_scan` (``KernelCell``
-      subclasses, tanh RNNs); for other cells and with ``fused=False``, ``'auto'`` hoists
-      and ``'in_loop'`` raises ``ValueError``. Same outputs and gradients (tested).
+      subclasses, tanh RNNs) and the LSTM, GRU, GORU and NC-GRU; for the AntisymmetricRNN
+      cells, Flax's own cells and with ``fused=False``, ``'auto'`` hoists and ``'in_loop'``
+      raises ``ValueError``. Same outputs and gradients (tested).
   """
 
   cell: nn.Module
@@ -223,7 +225,7 @@ class Recurrent(nn.Module):
       key = jax.random.key(0) if init_key is None else init_key
       initial_carry = self.cell.initialize_carry(key, batch_shape + x_tm.shape[-1:])
 
-    in_loop = self._in_loop_scan(x_tm)
+    in_loop = self._in_loop_scan(x_tm, initial_carry)
     if in_loop is not None:
       scan, (w, b_in) = in_loop
       prep = self.cell.prepare(dtype=w.dtype)
@@ -269,9 +271,10 @@ class Recurrent(nn.Module):
       ys = jax.tree_util.tree_map(lambda a: jnp.moveaxis(a, 0, a.ndim - 2), ys)
     return (carry, ys) if return_carry else ys
 
-  def _in_loop_scan(self, x_tm: Array):
+  def _in_loop_scan(self, x_tm: Array, carry: Carry):
     """``(scan, (W, b))`` when ``input_projection`` puts ``x_t W`` inside the fused loop for
-    this cell and input, else None (the input is projected before the loop)."""
+    this cell and input, else None (the input is projected before the loop). ``'auto'``
+    compares the input width with the state width (the last axis of the carry)."""
     mode = self.input_projection
     if not isinstance(mode, str) or mode not in INPUT_PROJECTIONS:
       raise ValueError(f"Recurrent: argument 'input_projection' must be one of "
@@ -286,10 +289,10 @@ class Recurrent(nn.Module):
         return None
       raise ValueError(
           f"Recurrent: input_projection='in_loop' needs fused=True and a cell whose fused "
-          f"scan is rnn_scan (KernelCell subclasses, TanhRNNCell, OrthInitRNNCell); got "
-          f"fused={self.fused} and {type(self.cell).__name__}. Use 'hoisted' or 'auto'.")
-    w, b_in = self.cell.input_weights(x_tm)
-    d, width = w.shape
-    if mode == "auto" and IN_LOOP_RATIO * d > width:
+          f"scan forms x_t W in its loop (the KernelCell subclasses, the tanh RNNs, LSTM, "
+          f"GRU, GORU, NC-GRU); got fused={self.fused} and {type(self.cell).__name__}. Use "
+          f"'hoisted' or 'auto'.")
+    width = jax.tree_util.tree_leaves(carry)[0].shape[-1]
+    if mode == "auto" and IN_LOOP_RATIO * x_tm.shape[-1] > width:
       return None
-    return scan, (w, b_in)
+    return scan, self.cell.input_weights(x_tm)
