@@ -183,3 +183,24 @@ def test_input_projection_variants_train_the_same_model_and_the_script_runs(tmp_
                                 "--out", str(out)]) == 0
   rows = [r for r in out.read_text().splitlines() if r.startswith("| rnn |")]
   assert [r.split("|")[3].strip() for r in rows] == ["1", "3"]
+
+
+def test_complex_step_fixed_kernel_scan_is_the_complex_modrelu_rnn_and_the_script_runs(capsys):
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
+  import complex_step
+  from lvf_jax.geometry.activations import modrelu_split
+  x = jax.random.normal(jax.random.key(0), (2, 5, 1))  # d = 1: the loop form at width 8
+  module = complex_step.FixedKernelScan(8, "modrelu_split")
+  params = module.init(jax.random.key(1), x)["params"]
+  params["bias"] = params["bias"] + jnp.linspace(-0.5, 0.5, 4)  # some units cut off
+  y = module.apply({"params": params}, x)
+  h = jnp.zeros((2, 8))
+  for t in range(5):  # the step written out: h' = modReLU(h K + x_t W, b)
+    h = modrelu_split(h @ params["kernel"] + x[:, t] @ params["w_in"], params["bias"])
+    np.testing.assert_allclose(y[:, t], h, rtol=1e-5, atol=1e-6)
+  assert complex_step.main(["--cells", "urnn", "--n", "4", "--T", "3", "--batch", "2",
+                            "--repeats", "1", "--warmup", "0"]) == 0
+  rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| urnn |")]
+  assert len(rows) == 1 and rows[0].count("|") == 10  # 4 labels + 4 timings + prepare
