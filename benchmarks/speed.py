@@ -95,7 +95,7 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
   import numpy as np
   import optax
 
-  from lvf_jax.layers import fused
+  from lvf_jax.layers import IN_LOOP_RATIO, fused
 
   T, n, B, d, C = (setting[k] for k in ("T", "n", "B", "d_in", "classes"))
   every = setting["every_step"]
@@ -153,7 +153,8 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
       return x * p["w_in"][None, :, :]  # (T, B, 1) * (1, 1, n): an outer product
     return (x.reshape((T * B, d)) @ p["w_in"]).reshape((T, B, n))
 
-  inloop = projection == "inloop" or (projection == "auto" and 4 * d <= n)
+  # 'auto': the rule of lvf_jax.layers.Recurrent (in the loop when IN_LOOP_RATIO d <= n)
+  inloop = projection == "inloop" or (projection == "auto" and IN_LOOP_RATIO * d <= n)
 
   def fused_scan(k, p, b, activation):
     if inloop:  # u_t = x_t W_in inside the loop: no (T, B, n) projected sequence
@@ -439,7 +440,8 @@ def main(argv=None):
                  "expm_taylor (matmuls only) or jax.scipy.linalg.expm (LAPACK solves)")
   p.add_argument("--projection", default="auto", choices=["auto", "hoisted", "inloop"],
                  help="lvf_jax input projection: hoisted u = X W (one large product) or "
-                 "inside the loop (rnn_scan(input_kernel=W)); auto: in the loop when 4 d <= n")
+                 "inside the loop (rnn_scan(input_kernel=W)); auto: Recurrent's rule, in the loop "
+                 "when lvf_jax.layers.IN_LOOP_RATIO * d <= n (8 d <= n)")
   p.add_argument("--diagnostics", action="store_true")
   p.add_argument("--torch-device", default=None, help="cpu or cuda (default: cuda if "
                  "available and JAX runs on a GPU, else cpu)")
