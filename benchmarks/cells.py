@@ -52,9 +52,7 @@ threads, see docs/RESULTS.md, issue 7). Example::
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
 import sys
 
 import jax
@@ -65,7 +63,7 @@ from lvf_jax import cells as cells_lib
 from lvf_jax import layers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import time_interleaved  # noqa: E402  (benchmarks/timing.py)
+from timing import measured_on, time_interleaved  # noqa: E402  (benchmarks/timing.py)
 
 FLOOR = "rnn"
 # Rows for configurations of a registered cell: row name -> (cell, constructor arguments).
@@ -324,15 +322,11 @@ def summary(medians: dict) -> str:
 
 def _write(path, argv, args, header, rows, medians):
   """Writes the metadata line, the command, the per-setting rows and the summary."""
-  dev = jax.devices()[0]
   try:
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
   except OSError:
     load = "?"
-  meta = (f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on "
-          f"{dev.platform} ({dev.device_kind}; {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} logical CPUs, load average at the end {load}), "
-          f"jax {jax.__version__}, OPENBLAS_NUM_THREADS="
+  meta = (f"{measured_on(f', load average at the end {load}')}, OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS')}, allocator settings "
           f"{_malloc_env() or 'default'}; median (and min) of {args.repeats} "
           f"interleaved jitted training iterations (forward + backward + SGD), input size "

@@ -18,9 +18,7 @@ jitted, warm-up excluded, every repetition times each variant once). Example::
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
 import sys
 
 import jax
@@ -29,7 +27,7 @@ from lvf_jax import layers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cells import build, training_step  # noqa: E402  (benchmarks/cells.py)
-from timing import time_interleaved  # noqa: E402  (benchmarks/timing.py)
+from timing import measured_on, time_interleaved  # noqa: E402  (benchmarks/timing.py)
 
 MODES = ("hoisted", "in_loop")
 
@@ -79,10 +77,7 @@ def main(argv=None) -> int:
 
 
 def _write(path, argv, args, header, rows):
-  dev = jax.devices()[0]
-  meta = (f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on "
-          f"{dev.platform} ({dev.device_kind}; {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} logical CPUs), jax {jax.__version__}; median of {args.repeats} "
+  meta = (f"{measured_on()}; median of {args.repeats} "
           f"interleaved jitted training iterations (forward + backward + SGD) of "
           f"Recurrent(fused=True).\nCommand: python benchmarks/input_projection.py "
           f"{' '.join(argv if argv is not None else sys.argv[1:])}\n\n")

@@ -45,6 +45,20 @@ class Timing:
     return 1e3 * min(self.seconds)
 
 
+def measured_on(extra: str = "") -> str:
+  """``'Measured <date> <time> UTC on <platform> (<device kind>; <processor>, <n> logical
+  CPUs<extra>), jax <version>'``: the opening of a result file's metadata line."""
+  import datetime
+  import os
+  import platform
+
+  import jax
+  dev = jax.devices()[0]
+  return (f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on "
+          f"{dev.platform} ({dev.device_kind}; {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} logical CPUs{extra}), jax {jax.__version__}")
+
+
 def _block(tree: Any) -> Any:
   import jax
   return jax.block_until_ready(tree)  # leaves that are not JAX arrays are returned as is

@@ -147,6 +147,15 @@ def add_gate_biases(u: tuple[Array, ...], *biases: Optional[Array]) -> tuple[Arr
                for p, b in zip(u, biases, strict=True))
 
 
+def concat_biases(biases, n: int, dtype: Dtype) -> Optional[Array]:
+  """``[b_1 | b_2 | ...]`` in ``dtype``, a ``None`` block as ``n`` zeros; None if every
+  block is None (the gated cells' concatenated gate biases)."""
+  if all(b is None for b in biases):
+    return None
+  return jnp.concatenate([jnp.zeros((n,), dtype) if b is None else b.astype(dtype)
+                          for b in biases])
+
+
 def activation_bias_init(name: str) -> Initializer:
   """modReLU bias ``U(-0.01, 0.01)`` (uRNN / expRNN); zeros for tanh."""
   from lvf_jax.geometry import initializers
@@ -319,10 +328,8 @@ class StructuredCell(nn.RNNCellBase):
     """``(W, b)`` of ``self.input`` plus, per equal column block, the bias in
     ``gate_biases`` (None: none) that ``project_inputs`` adds after the product."""
     w, b = self.input(x, self._compute_dtype(x), weights=True)
-    if gate_biases:
-      n = w.shape[-1] // len(gate_biases)
-      extra = jnp.concatenate([jnp.zeros((n,), w.dtype) if g is None else g.astype(w.dtype)
-                               for g in gate_biases])
+    extra = concat_biases(gate_biases, self.features, w.dtype)
+    if extra is not None:
       b = extra if b is None else b + extra
     return w, b
 

@@ -124,11 +124,7 @@ class _FlaxGatedCell(base.StructuredCell):
     """``(kernel (in, k n), bias (k n,) or None)`` of the ``side`` ('i' or 'h') blocks; a
     block without bias contributes zeros."""
     kernels, biases = zip(*self._gate_params(side, in_features, dtype))
-    if all(b is None for b in biases):
-      return jnp.concatenate(kernels, axis=-1), None
-    n = self.features
-    biases = [jnp.zeros((n,), dtype) if b is None else b for b in biases]
-    return jnp.concatenate(kernels, axis=-1), jnp.concatenate(biases, axis=-1)
+    return jnp.concatenate(kernels, axis=-1), base.concat_biases(biases, self.features, dtype)
 
   def _checked_inputs(self, x: Array) -> Array:
     """``x`` as an array whose feature size matches the input kernels (once created)."""

@@ -600,12 +600,9 @@ def _euler_api(fn, kernel, u, h0, *, epsilon, store, reverse, unroll, mask, seq_
   if isinstance(epsilon, bool) or not isinstance(epsilon, numbers.Real) \
       or not math.isfinite(float(epsilon)) or float(epsilon) <= 0:
     raise ValueError(f"{fn}: argument 'epsilon' must be a finite number > 0; got {epsilon!r}.")
-  if gated:  # two (T, B, n) arrays for the loop bodies
-    kernel, u2, h02, _, mask2, batch_shape = _prepare_parts(
-        fn, kernel, u, h0, None, mask, seq_lengths, 2)
-  else:
-    kernel, u2, h02, _, mask2, batch_shape = _prepare(
-        fn, kernel, u, h0, None, mask, seq_lengths, 1)
+  # gated: two (T, B, n) arrays for the loop bodies
+  kernel, u2, h02, _, mask2, batch_shape, _, _ = _prepare_inputs(
+      fn, kernel, u, h0, None, mask, seq_lengths, 2 if gated else 1, split=gated)
   h_last, hs = _euler_core(kernel, u2, h02, mask2, float(epsilon), store, bool(reverse),
                            unroll, gated)
   return _finish(h_last, hs, mask2, batch_shape)

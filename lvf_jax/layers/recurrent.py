@@ -225,30 +225,26 @@ class Recurrent(nn.Module):
       key = jax.random.key(0) if init_key is None else init_key
       initial_carry = self.cell.initialize_carry(key, batch_shape + x_tm.shape[-1:])
 
-    in_loop = self._in_loop_scan(x_tm, initial_carry)
-    if in_loop is not None:
-      scan, (w, b_in) = in_loop
-      prep = self.cell.prepare(dtype=w.dtype)
-      carry = _cast_tree(initial_carry, w.dtype)
-
-      def run_in_loop(p, c, x_, w_, b_, m):
-        return scan(p, c, x_, input_weights=(w_, b_), mask=m, reverse=reverse,
-                    unroll=self.unroll)
-      if self.checkpoint:
-        run_in_loop = jax.checkpoint(run_in_loop)
-      carry, ys = run_in_loop(prep, carry, x_tm.astype(w.dtype), w, b_in, mask)
-    elif is_structured(self.cell):
-      u = self.cell.project_inputs(x_tm)  # an array, or a tuple of arrays (gated cells)
-      dtype = jax.tree_util.tree_leaves(u)[0].dtype
+    in_loop = self._in_loop_scan(x_tm, initial_carry)  # also validates input_projection
+    if is_structured(self.cell):
+      if in_loop is not None:  # the raw inputs: the fused scan forms x_t W + b itself
+        scan, weights = in_loop
+        dtype = weights[0].dtype
+        u = x_tm.astype(dtype)
+      else:
+        u = self.cell.project_inputs(x_tm)  # an array, or a tuple of arrays (gated cells)
+        dtype = jax.tree_util.tree_leaves(u)[0].dtype
+        scan = fused_lib.fused_scan_for_cell(self.cell) if self.fused else None
+        weights = None
       prep = self.cell.prepare(dtype=dtype)
       carry = _cast_tree(initial_carry, dtype)
-      scan = fused_lib.fused_scan_for_cell(self.cell) if self.fused else None
       if scan is not None:
-        def run(p, c, u_, m):
-          return scan(p, c, u_, mask=m, reverse=reverse, unroll=self.unroll)
+        def run(p, c, u_, ws, m):
+          kw = {} if ws is None else {"input_weights": ws}
+          return scan(p, c, u_, mask=m, reverse=reverse, unroll=self.unroll, **kw)
         if self.checkpoint:
           run = jax.checkpoint(run)
-        carry, ys = run(prep, carry, u, mask)
+        carry, ys = run(prep, carry, u, weights, mask)
       else:
         carry, ys = scan_steps(self.cell.step, prep, carry, u, mask=mask, reverse=reverse,
                                unroll=self.unroll, checkpoint=self.checkpoint)
