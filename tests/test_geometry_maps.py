@@ -233,6 +233,17 @@ def test_expm_taylor_grads_both_modes(x64):
   check_grads(jax.jit(g.expm_taylor), (4.0 * a,), order=1, modes=("fwd", "rev"), atol=1e-5, rtol=1e-5)
 
 
+def test_expm_taylor_eager_calls_reuse_one_compilation():
+  # Eager calls used to recompile the squaring branches every time (new closures per
+  # trace); a loop of a few hundred such calls exhausted LLVM's memory.
+  from lvf_jax.geometry import maps
+  a = random_skew(7, 11, 3.0)
+  before = maps._expm_taylor._cache_size()
+  for scale in (1.0, 2.0, 30.0):
+    g.expm_taylor(jnp.asarray(scale * a))
+  assert maps._expm_taylor._cache_size() == before + 1
+
+
 def test_expm_methods_agree_and_auto_picks_by_dtype(x64):
   a = random_skew(12, 4, 2.0, np.float64)
   want = scipy.linalg.expm(a)

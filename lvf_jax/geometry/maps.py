@@ -10,6 +10,7 @@ leading batch dimensions and preserves the dtype.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from typing import Callable
@@ -86,6 +87,14 @@ def expm_taylor(a: Array, *, max_squarings: int = 16) -> Array:
     raise ValueError(
         f"expm_taylor: argument 'max_squarings' must be an int in [0, 64]; got "
         f"{max_squarings!r}.")
+  return _expm_taylor(a, max_squarings)
+
+
+@functools.partial(jax.jit, static_argnums=(1,))
+def _expm_taylor(a: Array, max_squarings: int) -> Array:
+  # Jitted so that eager calls reuse one compilation per shape and dtype: the squaring
+  # branches are new closures on every trace, and unjitted every eager call compiled them
+  # again (a loop of a few hundred eager calls ran out of memory for LLVM's code).
   theta = _THETA.get(jnp.dtype(a.dtype).itemsize, _THETA_DEFAULT)
   norm = jax.lax.stop_gradient(jnp.max(jnp.sum(jnp.abs(a), axis=-2)))
   s = jnp.clip(jnp.ceil(jnp.log2(norm / theta)), 0, max_squarings)
