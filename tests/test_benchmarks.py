@@ -204,3 +204,18 @@ def test_complex_step_fixed_kernel_scan_is_the_complex_modrelu_rnn_and_the_scrip
                             "--repeats", "1", "--warmup", "0"]) == 0
   rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| urnn |")]
   assert len(rows) == 1 and rows[0].count("|") == 10  # 4 labels + 4 timings + prepare
+
+
+def test_expm_script_runs_and_reports_the_squarings_it_uses(capsys):
+  import numpy as np
+  import expm as expm_bench
+  a = expm_bench.random_skew(6, 30.0)
+  np.testing.assert_allclose(a, -a.T)
+  np.testing.assert_allclose(np.abs(a).sum(axis=0).max(), 30.0)
+  assert expm_bench.main(["--n", "6", "--norms", "0.5", "30", "--init", "--repeats", "2",
+                          "--warmup", "1"]) == 0
+  rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| 6 |")]
+  assert [r.split("|")[2].strip() for r in rows] == ["random skew", "random skew", "exprnn init"]
+  assert [int(r.split("|")[4]) for r in rows][:2] == [0, 4]  # ceil(log2(30 / 2.5)) = 4
+  with pytest.raises(SystemExit):
+    expm_bench.main(["--n", "0"])

@@ -46,7 +46,8 @@ def expm(a: Array, *, method: str = "auto") -> Array:
       accurate to the unit roundoff and Taylor is faster inside a training step on CPU
       (no LAPACK call, see :func:`expm_taylor`), Pade for float64, where it is 3-10x more
       accurate. The orthogonality of ``expm`` of skew inputs in float32 is tested for
-      ``||A||`` up to 1e2.
+      ``||A||`` up to 1e2. Taylor is differentiable in reverse mode (first order); Pade
+      in every mode (``jax.jvp``, ``jax.hessian`` ...).
   """
   _checks.check_matrix("expm", "a", a)
   if not isinstance(method, str) or method not in EXPM_METHODS:
@@ -69,7 +70,14 @@ def expm_taylor(a: Array, *, max_squarings: int = 16) -> Array:
   the largest norm). Everything is an XLA matmul, so on CPU it runs on XLA's own thread
   pool, while the LU / triangular solves of ``jax.scipy.linalg.expm`` go to the OpenBLAS
   that ships with SciPy, whose worker threads contend with XLA's (docs/RESULTS.md, issue
-  7). Differentiable by ordinary autodiff (forward and reverse mode).
+  7).
+
+  Reverse mode keeps ``O(1)`` matrices for the squarings whatever ``s`` and
+  ``max_squarings`` (:func:`_square_repeatedly`: the ``s`` squarings run in a loop whose
+  backward pass recomputes them instead of storing them), so ``jax.grad``, ``jax.vjp`` and
+  forward-over-reverse (``jax.hessian``, ``jax.jvp`` of a gradient) work; pure forward mode
+  (``jax.jvp`` or ``jax.jacfwd`` of this function) does not -- use ``expm(a,
+  method='pade')`` for that.
 
   Args:
     a: square ``(..., n, n)`` floating matrix (any; skew for an orthogonal result).
@@ -92,9 +100,9 @@ def expm_taylor(a: Array, *, max_squarings: int = 16) -> Array:
 
 @functools.partial(jax.jit, static_argnums=(1,))
 def _expm_taylor(a: Array, max_squarings: int) -> Array:
-  # Jitted so that eager calls reuse one compilation per shape and dtype: the squaring
-  # branches are new closures on every trace, and unjitted every eager call compiled them
-  # again (a loop of a few hundred eager calls ran out of memory for LLVM's code).
+  # Jitted so that eager calls reuse one compilation per shape and dtype (when the
+  # squarings were switch branches, new closures on every trace, a loop of a few hundred
+  # eager calls recompiled them each time and ran out of memory for LLVM's code).
   theta = _THETA.get(jnp.dtype(a.dtype).itemsize, _THETA_DEFAULT)
   norm = jax.lax.stop_gradient(jnp.max(jnp.sum(jnp.abs(a), axis=-2)))
   s = jnp.clip(jnp.ceil(jnp.log2(norm / theta)), 0, max_squarings)
@@ -113,17 +121,42 @@ def _expm_taylor(a: Array, max_squarings: int) -> Array:
   for j in (2, 1, 0):
     p = block(j) + x4 @ p
 
-  # One branch per squaring count: the forward pass runs one branch and so does its
-  # derivative (a scan over max_squarings conditional squarings cost ~0.5 ms more per
-  # forward + backward at n = 128 on CPU: every iteration's cond is run and transposed).
-  def squarings(k):
-    def f(m):
-      for _ in range(k):
-        m = m @ m
-      return m
-    return f
+  return _square_repeatedly(p, s)
 
-  return jax.lax.switch(s, [squarings(k) for k in range(max_squarings + 1)], p)
+
+@jax.custom_vjp
+def _square_repeatedly(m: Array, s: Array) -> Array:
+  """``m^(2^s)``: ``s`` (a traced int) squarings of ``m`` in a loop.
+
+  Its backward pass uses that the adjoint of the Frechet derivative of a power series
+  with real coefficients at ``M`` is the Frechet derivative at ``M^T``: the cotangent
+  ``G`` of ``F(M) = M^(2^s)`` pulls back to ``E_s``, where ``Y_0 = M^T``, ``E_0 = G`` and
+  ``(Y_{k+1}, E_{k+1}) = (Y_k^2, Y_k E_k + E_k Y_k)`` -- a forward recursion, so nothing
+  of the forward loop is stored (3 products per squaring instead of 2 with stored
+  squares). Differentiating the unrolled branches of a ``lax.switch`` instead kept a
+  matrix for every possible squaring (``max_squarings`` of them, zero-filled when unused):
+  at n = 512 the expRNN training step's temporary buffer grew past glibc's 32 MiB mmap
+  threshold and every call faulted its pages in afresh (docs/RESULTS.md, session 13).
+  """
+  return jax.lax.fori_loop(0, s, lambda _, x: x @ x, m)
+
+
+def _square_repeatedly_fwd(m, s):
+  return _square_repeatedly(m, s), (m, s)
+
+
+def _square_repeatedly_bwd(res, g):
+  m, s = res
+
+  def body(_, carry):
+    y, e = carry
+    return y @ y, y @ e + e @ y
+
+  _, e = jax.lax.fori_loop(0, s, body, (jnp.swapaxes(m, -1, -2), g))
+  return e, None
+
+
+_square_repeatedly.defvjp(_square_repeatedly_fwd, _square_repeatedly_bwd)
 
 
 @jax.custom_jvp
