@@ -216,6 +216,7 @@ def test_expm_script_runs_and_reports_the_squarings_it_uses(capsys):
                           "--warmup", "1"]) == 0
   rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| 6 |")]
   assert [r.split("|")[2].strip() for r in rows] == ["random skew", "random skew", "exprnn init"]
-  assert [int(r.split("|")[4]) for r in rows][:2] == [0, 4]  # ceil(log2(30 / 2.5)) = 4
+  counts = [int(r.split("|")[4]) for r in rows]
+  assert counts[0] == 0 and 1 <= counts[1] <= 4  # alpha_3 <= the 1-norm (4 squarings)
   with pytest.raises(SystemExit):
     expm_bench.main(["--n", "0"])

@@ -249,6 +249,54 @@ def test_expm_taylor_gradient_memory_does_not_grow_with_max_squarings():
   assert temp_bytes(16) <= temp_bytes(2) + 2 * a.nbytes
 
 
+def test_expm_taylor_squaring_count_follows_alpha3_not_the_1_norm():
+  # Al-Mohy & Higham's alpha_3 = max(||A^3||_1^(1/3), ||A^4||_1^(1/4)), in NumPy float64:
+  # for this dense skew matrix log2(alpha_3 / 2.5) = 3.49 (4 squarings), away from an
+  # integer, while the 1-norm asks 5.
+  from lvf_jax.geometry import maps
+  a = random_skew(64, 0, 20.0, np.float64)
+  norm1 = lambda m: np.abs(m).sum(axis=0).max()
+  alpha = max(norm1(np.linalg.matrix_power(a, 3)) ** (1 / 3),
+              norm1(np.linalg.matrix_power(a, 4)) ** (1 / 4))
+  assert 3.2 < np.log2(alpha / 2.5) < 3.8 and np.log2(norm1(a) / 2.5) > 4.5
+  assert int(maps._squaring_count(jnp.asarray(a.astype(np.float32)))) == 4
+  # Batched: the largest alpha_3 decides for all.
+  both = jnp.asarray(np.stack([a / 100, a]).astype(np.float32))
+  assert int(maps._squaring_count(both)) == 4
+
+
+def test_expm_taylor_rescaled_powers_of_nonnormal_matrices():
+  # Strictly upper triangular: A^3 = 0 for n = 3, so alpha_3 = 0 and no squaring is needed
+  # however large A is (exp(A) = I + A + A^2 / 2); for n = 6 alpha_3 > 0 and the powers
+  # computed at the 1-norm count (5-6 squarings) are rescaled to 2-3.
+  from lvf_jax.geometry import maps
+  rng = np.random.default_rng(0)
+  a = np.triu(100.0 * rng.standard_normal((3, 3)), 1)
+  assert int(maps._squaring_count(jnp.asarray(a, jnp.float32))) == 0
+  want = np.eye(3) + a + a @ a / 2
+  np.testing.assert_allclose(g.expm_taylor(jnp.asarray(a, jnp.float32)), want,
+                             atol=1e-6 * np.abs(want).max())
+  a = np.triu(8.0 * rng.standard_normal((6, 6)), 1)
+  want = scipy.linalg.expm(a)
+  assert int(maps._squaring_count(jnp.asarray(a, jnp.float32))) < np.ceil(
+      np.log2(np.abs(a).sum(axis=0).max() / 2.5))
+  np.testing.assert_allclose(g.expm_taylor(jnp.asarray(a, jnp.float32)), want,
+                             atol=1e-6 * np.abs(want).max())
+
+
+def test_expm_taylor_float16_keeps_the_1_norm_count():
+  # No exponent-only rescaling in float16 (range too narrow): the 1-norm count, and a
+  # result close to the float64 exponential.
+  from lvf_jax.geometry import maps
+  a = random_skew(8, 2, 6.0, np.float64)
+  a16 = jnp.asarray(a.astype(np.float16))
+  s = int(maps._squaring_count(a16))
+  assert s == int(np.ceil(np.log2(float(jnp.max(jnp.sum(jnp.abs(a16), axis=0))) / 2.5)))
+  q = g.expm_taylor(a16)
+  assert q.dtype == jnp.float16
+  np.testing.assert_allclose(np.asarray(q, np.float64), scipy.linalg.expm(a), atol=2e-2)
+
+
 def test_expm_taylor_eager_calls_reuse_one_compilation():
   # Eager calls used to recompile the squaring branches every time (new closures per
   # trace); a loop of a few hundred such calls exhausted LLVM's memory.

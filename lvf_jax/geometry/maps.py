@@ -64,20 +64,26 @@ def expm_taylor(a: Array, *, max_squarings: int = 16) -> Array:
   """``exp(A)`` with matrix products only: scaling and squaring of a degree-16 Taylor sum.
 
   Same map as :func:`expm` (expRNN eq 1), but no LAPACK call: the polynomial is evaluated
-  with Paterson-Stockmeyer (6 products) and undone with ``s = max(0, ceil(log2(||A||_1 /
-  theta)))`` squarings (``theta = 2.5`` in float32, ``0.8`` in float64, where the
-  truncated tail is below the unit roundoff; with leading batch axes ``s`` is taken from
-  the largest norm). Everything is an XLA matmul, so on CPU it runs on XLA's own thread
-  pool, while the LU / triangular solves of ``jax.scipy.linalg.expm`` go to the OpenBLAS
-  that ships with SciPy, whose worker threads contend with XLA's (docs/RESULTS.md, issue
-  7).
+  with Paterson-Stockmeyer (6 products) on ``X = 2^-s A`` and undone with ``s``
+  squarings. ``s`` is the least count with ``alpha_3(X) = max(||X^3||_1^(1/3),
+  ||X^4||_1^(1/4)) <= theta`` (``theta = 2.5`` in float32, ``0.8`` in float64): by
+  Al-Mohy and Higham (2009, Thm 4.2(a), with ``p = 3``, as ``17 >= p (p - 1)``) the
+  truncated tail ``sum_{k>16} X^k / k!`` is then below the unit roundoff, as the plain
+  bound ``||X||_1 <= theta`` would ensure, with fewer squarings where ``A`` is far from
+  nilpotent in the 1-norm sense (a dense skew matrix: ``alpha_3`` is near its spectral
+  radius, its 1-norm up to ``sqrt(n)`` times that). The powers are computed once at the
+  1-norm count and rescaled exactly by powers of 2 (not in float16, whose range is too
+  narrow for that: there the 1-norm count is used). With leading batch axes ``s`` is taken
+  from the largest ``alpha_3``. Everything is an XLA matmul, so on CPU it runs on XLA's
+  own thread pool, while the LU / triangular solves of ``jax.scipy.linalg.expm`` go to the
+  OpenBLAS that ships with SciPy, whose worker threads contend with XLA's
+  (docs/RESULTS.md, issue 7).
 
   Reverse mode keeps ``O(1)`` matrices for the squarings whatever ``s`` and
   ``max_squarings`` (:func:`_square_repeatedly`: the ``s`` squarings run in a loop whose
-  backward pass recomputes them instead of storing them), so ``jax.grad``, ``jax.vjp`` and
-  forward-over-reverse (``jax.hessian``, ``jax.jvp`` of a gradient) work; pure forward mode
-  (``jax.jvp`` or ``jax.jacfwd`` of this function) does not -- use ``expm(a,
-  method='pade')`` for that.
+  backward pass recomputes them instead of storing them). So ``jax.grad`` and ``jax.vjp``
+  work (first order), but no forward mode (``jax.jvp``, ``jax.jacfwd``, ``jax.hessian``)
+  and no second reverse pass: use ``expm(a, method='pade')`` for those.
 
   Args:
     a: square ``(..., n, n)`` floating matrix (any; skew for an orthogonal result).
@@ -103,15 +109,8 @@ def _expm_taylor(a: Array, max_squarings: int) -> Array:
   # Jitted so that eager calls reuse one compilation per shape and dtype (when the
   # squarings were switch branches, new closures on every trace, a loop of a few hundred
   # eager calls recompiled them each time and ran out of memory for LLVM's code).
-  theta = _THETA.get(jnp.dtype(a.dtype).itemsize, _THETA_DEFAULT)
-  norm = jax.lax.stop_gradient(jnp.max(jnp.sum(jnp.abs(a), axis=-2)))
-  s = jnp.clip(jnp.ceil(jnp.log2(norm / theta)), 0, max_squarings)
-  s = jnp.where(jnp.isfinite(s), s, 0).astype(jnp.int32)
-  x = a * jnp.exp2(-s.astype(a.dtype))
+  s, x, x2, x3, x4 = _scaled_powers(a, max_squarings)
   eye = eye_like(a)
-  x2 = x @ x
-  x3 = x2 @ x
-  x4 = x2 @ x2
   c = _TAYLOR
 
   def block(j):
@@ -122,6 +121,43 @@ def _expm_taylor(a: Array, max_squarings: int) -> Array:
     p = block(j) + x4 @ p
 
   return _square_repeatedly(p, s)
+
+
+def _norm1(m: Array) -> Array:
+  """The largest 1-norm (column sum) over all matrices of ``m``, without gradient."""
+  return jax.lax.stop_gradient(jnp.max(jnp.sum(jnp.abs(m), axis=-2)))
+
+
+def _scaled_powers(a: Array, max_squarings: int):
+  """``(s, X, X^2, X^3, X^4)`` with ``X = 2^-s A``, ``s`` as in :func:`expm_taylor`.
+
+  The powers are computed at the count ``s_1`` of the 1-norm bound (``||X||_1 <= theta``,
+  so they cannot overflow) and then scaled up by ``2^(k d)`` for the ``d`` squarings that
+  ``alpha_3`` saves -- exact, since only the exponent changes.
+  """
+  theta = _THETA.get(jnp.dtype(a.dtype).itemsize, _THETA_DEFAULT)
+
+  def count(norm):  # least s in [0, max_squarings] with norm 2^-s <= theta; 0 if not finite
+    s = jnp.clip(jnp.ceil(jnp.log2(norm / theta)), 0, max_squarings)
+    return jnp.where(jnp.isfinite(s), s, 0).astype(jnp.int32)
+
+  s1 = count(_norm1(a))
+  x = a * jnp.exp2(-s1.astype(a.dtype))
+  x2 = x @ x
+  x3 = x2 @ x
+  x4 = x2 @ x2
+  if jnp.finfo(a.dtype).maxexp < 128:  # float16: 2^(4 d) scalings could overflow
+    return s1, x, x2, x3, x4
+  alpha_x = jnp.maximum(_norm1(x3) ** (1 / 3), _norm1(x4) ** (1 / 4))
+  alpha = alpha_x * jnp.exp2(s1.astype(alpha_x.dtype))  # alpha_3 of A itself
+  s = jnp.minimum(count(alpha), s1)
+  up = jnp.exp2((s1 - s).astype(a.dtype))  # one factor per power of X: no overflow
+  return s, x * up, x2 * up * up, x3 * up * up * up, x4 * up * up * up * up
+
+
+def _squaring_count(a: Array, max_squarings: int = 16) -> Array:
+  """The squaring count ``s`` that :func:`expm_taylor` uses for ``a`` (benchmarks, tests)."""
+  return _scaled_powers(jnp.asarray(a), max_squarings)[0]
 
 
 @jax.custom_vjp
