@@ -41,8 +41,9 @@ floor otherwise.
 
 Rows: every registered cell (:data:`lvf_jax.cells.CELLS`) and the ``VARIANTS``
 ``eurnn_fft`` / ``goru_fft`` (the FFT-style EUNN of the EURNN and GORU papers, ``n`` a
-power of 2). Default grid: hidden ``n`` in {128, 256, 512}, ``T`` in {200, 1000}, batch in {10, 128}
-(slow on a CPU: restrict it with the flags). Run as a script it sets
+power of 2) and ``lvf_exp`` (the lvfRNN's ``exp`` integrator). Default grid: hidden
+``n`` in {128, 256, 512}, ``T`` in {200, 1000}, batch in {10, 128} (slow on a CPU:
+restrict it with the flags). Run as a script it sets
 ``OPENBLAS_NUM_THREADS=1`` unless already set (LAPACK solves otherwise contend with XLA's
 threads, see docs/RESULTS.md, issue 7). Example::
 
@@ -68,8 +69,10 @@ from timing import measured_on, time_interleaved  # noqa: E402  (benchmarks/timi
 FLOOR = "rnn"
 # Rows for configurations of a registered cell: row name -> (cell, constructor arguments).
 # The FFT-style EUNN (log2 n butterfly layers instead of ``capacity``) changes only the
-# per-sequence ``prepare``; it needs n a power of 2.
-VARIANTS = {"eurnn_fft": ("eurnn", {"fft": True}), "goru_fft": ("goru", {"fft": True})}
+# per-sequence ``prepare``; it needs n a power of 2. ``lvf_exp``: the lvfRNN with the
+# exact flow ``exp(-tau D_V)`` (the ``lvf`` row uses the midpoint map).
+VARIANTS = {"eurnn_fft": ("eurnn", {"fft": True}), "goru_fft": ("goru", {"fft": True}),
+            "lvf_exp": ("lvf", {"integrator": "exp", "tau": 1.0})}
 # Recurrent kernels per step of the gated cells (their FLOP floor is ``products x k``).
 KERNELS = {"gated_antisymmetric": 2, "gru": 3, "ncgru": 3, "goru": 3, "goru_fft": 3,
            "lstm": 4}

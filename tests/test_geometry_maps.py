@@ -107,6 +107,22 @@ def test_integrator_registry():
     g.get_integrator("rk4")
 
 
+def test_float32_exponential_maps_call_no_lapack():
+  # Inside a CPU training step LAPACK calls run on OpenBLAS threads that contend with XLA's
+  # (docs/RESULTS.md, issue 7): in float32 expm and the lvfRNN's exp integrator, forward
+  # and backward, are matrix products only; jax.scipy's Pade expm is not.
+  a = jnp.asarray(random_skew(6, 0, 3.0)) + 0.1 * jnp.eye(6, dtype=jnp.float32)
+
+  def lapack_calls(f):
+    hlo = jax.jit(jax.value_and_grad(lambda m: jnp.sum(f(m)))).lower(a).compile().as_text()
+    return hlo.count('custom_call_target="lapack')
+
+  assert lapack_calls(jax.scipy.linalg.expm) > 0
+  assert lapack_calls(g.expm) == lapack_calls(lambda m: g.exponential(m, 0.5)) == 0
+  np.testing.assert_allclose(g.exponential(a, 0.5), scipy.linalg.expm(-0.5 * np.asarray(a, np.float64)),
+                             atol=2e-6)
+
+
 def test_euler_tends_to_identity():
   gen = jnp.asarray(np.random.default_rng(0).standard_normal((6, 6)).astype(np.float32))
   errs = [float(jnp.abs(g.euler(gen, tau) - jnp.eye(6)).max()) for tau in (1e-1, 1e-2, 1e-3)]
