@@ -36,15 +36,14 @@ Covered recurrences (row-vector convention ``h_t = sigma(h_{t-1} K + u_t + b)``)
   u^h_t)``, ``a_t = h_{t-1} K`` (gated AntisymmetricRNN, eq 13).
 
 For the Euler variants the derivative is not a stable function of the outputs; ``store``
-chooses between keeping the activations from the forward pass (``'activation'``: extra
-``T B n`` memory, no extra compute; the gated scan keeps its two activations in the
-buffers of its two projected inputs, and its backward pass writes the input cotangents
-over them, so it needs no extra memory at all) and recomputing the
-pre-activations after the forward pass as **one** large product ``H_prev K + U``
-(``'recompute'``: no extra residual memory; one extra non-sequential GEMM, which costs
-more than the memory saves on CPU: measured training steps of 1.13x (n = 128) and 1.25x
-(n = 512) of ``'activation'``'s at batch 128, T = 200, so ``Recurrent`` uses
-``'activation'``; wrap the layer in ``checkpoint=True`` when memory is short).
+chooses between keeping the activations from the forward pass (``'activation'``, the
+default: no extra compute and no extra memory, since the scans keep their activations in
+the buffers of their projected inputs and the backward pass writes the input cotangents
+over them) and recomputing the pre-activations after the forward pass as **one** large
+product ``H_prev K + U`` (``'recompute'``: keeps ``U`` instead, so it saves no memory and
+costs one extra non-sequential GEMM -- measured training steps of 1.13x (n = 128) and
+1.25x (n = 512) of ``'activation'``'s at batch 128, T = 200; kept for comparison). Wrap the
+layer in ``checkpoint=True`` when memory is short.
 
 Input projection: pass ``u = x W`` (hoisted: one large product; the default, best when the
 input width ``d`` is comparable to ``n``) or, for narrow inputs (tokens, pixels: ``d`` much
@@ -53,7 +52,7 @@ is then computed inside the loop, which saves writing and re-reading the ``(T, B
 projected sequence, while ``dW = X^T dZ`` and ``dX = dZ W^T`` stay one large product each.
 
 Memory: the residuals are the carries ``H`` (the outputs) plus, for ``store='activation'``,
-the activations (plain autodiff of the same modReLU scan kept five ``T B n`` float arrays
+the activations, in the buffers of the projected inputs (plain autodiff of the same modReLU scan kept five ``T B n`` float arrays
 and one boolean one in the compiled HLO, jax 0.10.2). For very long sequences wrap the
 call in :func:`jax.checkpoint` (the forward scan is then re-run inside the backward pass
 and nothing is kept between the passes), or split the sequence into chunks.
@@ -455,9 +454,10 @@ def _gated_pre_cotangents(e, tau, s):
 
 
 def _euler_forward(kernel, u, h0, mask, eps, store, reverse, unroll, gated):
-  keep = store == "activation"
-  if gated and keep:
-    return _gated_forward_in_place(kernel, u, h0, mask, eps, reverse, unroll)
+  """Forward loop; returns ``hs`` and, with ``store='activation'``, the activations in the
+  buffers of ``u`` (:func:`_euler_forward_in_place`), else ``None``."""
+  if store == "activation":
+    return _euler_forward_in_place(kernel, u, h0, mask, eps, reverse, unroll, gated)
 
   def body(h, xs):
     u_t, m_t = xs
@@ -465,10 +465,10 @@ def _euler_forward(kernel, u, h0, mask, eps, store, reverse, unroll, gated):
     h_new = h + eps * (tau if s is None else s * tau)
     if m_t is not None:
       h_new = _mask_select(m_t, h_new, h)
-    return h_new, (h_new, tau if keep else None)  # gated + keep: _gated_forward_in_place
+    return h_new, h_new
 
-  _, (hs, acts) = jax.lax.scan(body, h0, (u, mask), reverse=reverse, unroll=unroll)
-  return hs, acts
+  _, hs = jax.lax.scan(body, h0, (u, mask), reverse=reverse, unroll=unroll)
+  return hs, None
 
 
 def _euler_fwd(kernel, u, h0, mask, eps, store, reverse, unroll, gated):
@@ -478,18 +478,18 @@ def _euler_fwd(kernel, u, h0, mask, eps, store, reverse, unroll, gated):
 
 
 def _euler_bwd(eps, store, reverse, unroll, gated, res, cts):
-  if gated and store == "activation":
-    return _gated_bwd_in_place(eps, reverse, unroll, res, cts)
-  kernel, h0, mask, hs, acts, u = res
+  if store == "activation":
+    return _euler_bwd_in_place(eps, reverse, unroll, gated, res, cts)
+  kernel, h0, mask, hs, _, u = res
   dh_last, dhs = cts
   n = kernel.shape[0]
   kernel_t = kernel.T
   h_prev = _prev_states(h0, hs, reverse)
-  if acts is None:  # recompute the pre-activations as ONE large product
-    num_steps, b = hs.shape[:2]
-    a = jnp.dot(h_prev.reshape((num_steps * b, n)), kernel).reshape((num_steps, b, n))
-    acts = _euler_acts(a, u, gated)
-    acts = acts if gated else acts[0]
+  # store='recompute': the pre-activations as ONE large product
+  num_steps, b = hs.shape[:2]
+  a = jnp.dot(h_prev.reshape((num_steps * b, n)), kernel).reshape((num_steps, b, n))
+  acts = _euler_acts(a, u, gated)
+  acts = acts if gated else acts[0]
 
   def body(c, xs):
     act_t, dy_t, m_t = xs
@@ -513,18 +513,19 @@ def _euler_bwd(eps, store, reverse, unroll, gated, res, cts):
 _euler_core.defvjp(_euler_fwd, _euler_bwd)
 
 
-# The gated scan with store='activation' keeps its two activations in the buffers of the
-# two projected inputs (each step overwrites u_t, which it has just read, with tanh / sigmoid)
-# and its backward pass writes the two input cotangents over the activations (each step
-# reads the activations of the NEXT step to process from the buffer it has just written,
-# so no buffer is read after a write to it): the layer keeps five (T, B, n) arrays, as many
-# as the tanh floor, instead of eight, and XLA:CPU maps (and faults in) fewer fresh pages
-# per call. Where the caller still needs ``u`` after the call, XLA copies it first.
-# Fewer XLA:CPU thunks per step (what a step costs at batch 10): the steps are unsigned
-# (no negative-index wrap per slice), the forward step reads its two activations back from
-# the buffers it has just written (each activation then has one consumer and is computed
-# inside the fusion that stores it), and the backward carry is g = c + dy_t (adding the
-# next step's dy in the same fusion as the recurrent product).
+# With store='activation' the Euler scans keep their activations in the buffers of the
+# projected inputs (each forward step overwrites u_t, which it has just read, with tanh --
+# and the gated scan u^z_t with the sigmoid) and the backward pass writes the input
+# cotangents over the activations (each step reads the activations of the NEXT step to
+# process from the buffer it has just written, so no buffer is read after a write to it):
+# a training step keeps no more (T, B, n) arrays than the tanh floor's (the gated layer five
+# instead of eight, the plain one four instead of five), and XLA:CPU maps (and faults in)
+# fewer fresh pages per call. Where the caller still needs ``u`` after the call, XLA copies
+# it first. Fewer XLA:CPU thunks per step (what a step costs at batch 10): the steps are
+# unsigned (no negative-index wrap per slice), the forward step reads its activations back
+# from the buffers it has just written (each activation then has one consumer and is
+# computed inside the fusion that stores it), and the backward carry is g = c + dy_t (adding
+# the next step's dy in the same fusion as the recurrent product).
 
 
 def _step_slice(a: Array, t) -> Array:
@@ -541,29 +542,35 @@ def _step_indices(num_steps: int) -> Array:
   return jnp.arange(num_steps, dtype=jnp.uint32)
 
 
-def _gated_forward_in_place(kernel, u, h0, mask, eps, reverse, unroll):
-  """Forward loop of eq (13); returns ``hs`` and the activations ``(tanh, sigmoid)`` in the
-  buffers of ``u = (u_h, u_z)``."""
+def _as_parts(u, gated: bool) -> tuple[Array, ...]:
+  """The loop's input buffers: ``(u_h, u_z)`` for the gated scan, ``(u,)`` otherwise."""
+  return tuple(u) if gated else (u,)
+
+
+def _euler_forward_in_place(kernel, u, h0, mask, eps, reverse, unroll, gated):
+  """Forward loop of eq (12) (or, gated, eq (13)); returns ``hs`` and the activations,
+  ``(tanh,)`` or ``(tanh, sigmoid)``, in the buffers of ``u`` (or ``(u_h, u_z)``)."""
   def body(carry, xs):
-    h, buf_h, buf_z = carry
+    h, bufs = carry
     t, m_t = xs
-    tau, s = _euler_acts(jnp.dot(h, kernel), (_step_slice(buf_h, t), _step_slice(buf_z, t)),
-                         True)
-    buf_h, buf_z = _step_update(buf_h, t, tau), _step_update(buf_z, t, s)
-    # read back from the buffers, not tau and s: each activation then has one consumer
-    h_new = h + eps * (_step_slice(buf_z, t) * _step_slice(buf_h, t))
+    u_t = tuple(_step_slice(b, t) for b in bufs)
+    acts = _euler_acts(jnp.dot(h, kernel), u_t if gated else u_t[0], gated)
+    bufs = tuple(_step_update(b, t, a) for b, a in zip(bufs, acts))
+    # read back from the buffers, not the activations: each then has one consumer
+    tau = _step_slice(bufs[0], t)
+    h_new = h + eps * (_step_slice(bufs[1], t) * tau if gated else tau)
     if m_t is not None:
       h_new = _mask_select(m_t, h_new, h)
-    return (h_new, buf_h, buf_z), h_new
+    return (h_new, bufs), h_new
 
-  (_, taus, sigs), hs = jax.lax.scan(body, (h0, u[0], u[1]),
-                                     (_step_indices(u[0].shape[0]), mask),
-                                     reverse=reverse, unroll=unroll)
-  return hs, (taus, sigs)
+  parts = _as_parts(u, gated)
+  (_, acts), hs = jax.lax.scan(body, (h0, parts), (_step_indices(parts[0].shape[0]), mask),
+                               reverse=reverse, unroll=unroll)
+  return hs, acts
 
 
-def _gated_bwd_in_place(eps, reverse, unroll, res, cts):
-  kernel, h0, mask, hs, (taus, sigs), _ = res
+def _euler_bwd_in_place(eps, reverse, unroll, gated, res, cts):
+  kernel, h0, mask, hs, acts, _ = res
   dh_last, dhs = cts
   kernel_t = kernel.T
   num_steps = hs.shape[0]
@@ -571,27 +578,30 @@ def _gated_bwd_in_place(eps, reverse, unroll, res, cts):
   last = num_steps - 1 - first  # ... and last
 
   def body(carry, xs):
-    g, tau, s, buf_h, buf_z = carry  # g = dL/dh_t (the carry's cotangent plus dy_t)
+    g, act_t, bufs = carry  # g = dL/dh_t (the carry's cotangent plus dy_t)
     t, m_t = xs
-    d_tau, d_s = _gated_pre_cotangents(eps * _valid_cotangent(m_t, g), tau, s)
-    buf_h, buf_z = _step_update(buf_h, t, d_tau), _step_update(buf_z, t, d_s)
+    e = eps * _valid_cotangent(m_t, g)
+    d = _gated_pre_cotangents(e, *act_t) if gated else (e * (1.0 - act_t[0] * act_t[0]),)
+    bufs = tuple(_step_update(b, t, v) for b, v in zip(bufs, d))
     at_last = t == last
     nxt = jnp.where(at_last, t, t + 1 if reverse else t - 1)  # at the end: read, not used
     dy_next = jnp.where(at_last, jnp.zeros((), g.dtype), _step_slice(dhs, nxt))
-    da = _step_slice(buf_h, t) + _step_slice(buf_z, t)
+    da = _step_slice(bufs[0], t)
+    if gated:
+      da = da + _step_slice(bufs[1], t)
     # d h_{t-1} = g (identity path; also the frozen carry of a padded step) + da K^T
-    return (g + jnp.dot(da, kernel_t) + dy_next, _step_slice(buf_h, nxt),
-            _step_slice(buf_z, nxt), buf_h, buf_z), None
+    return (g + jnp.dot(da, kernel_t) + dy_next, tuple(_step_slice(b, nxt) for b in bufs),
+            bufs), None
 
-  init = (dh_last + dhs[first], taus[first], sigs[first], taus, sigs)
-  (dh0, _, _, du_h, du_z), _ = jax.lax.scan(body, init, (_step_indices(num_steps), mask),
-                                            reverse=not reverse, unroll=unroll)
-  # dK = sum_t h_{t-1}^T da_t = H^T S + h0^T da_first, S = da one step back: the shift is
-  # computed in the same fusion as da = du_h + du_z (no shifted copy of H).
+  init = (dh_last + dhs[first], tuple(a[first] for a in acts), acts)
+  (dh0, _, du), _ = jax.lax.scan(body, init, (_step_indices(num_steps), mask),
+                                 reverse=not reverse, unroll=unroll)
+  da_all = du[0] + du[1] if gated else du[0]
+  # dK = sum_t h_{t-1}^T da_t = H^T S + h0^T da_first, S = da one step back (gated: the
+  # shift is computed in the same fusion as da = du_h + du_z; no shifted copy of H).
   # (``last`` is the step whose previous state is h0.)
-  d_kernel = _big_matmul_tn(hs, _next_steps(du_h + du_z, reverse)) + jnp.dot(
-      h0.T, du_h[last] + du_z[last])
-  return d_kernel, (du_h, du_z), dh0, None
+  d_kernel = _big_matmul_tn(hs, _next_steps(da_all, reverse)) + jnp.dot(h0.T, da_all[last])
+  return d_kernel, (du if gated else du[0]), dh0, None
 
 
 def _euler_api(fn, kernel, u, h0, *, epsilon, store, reverse, unroll, mask, seq_lengths, gated):
@@ -708,7 +718,8 @@ def _input_parts(fn: str, u, parts: int) -> tuple[Array, ...]:
   return arrays
 
 
-def euler_scan(kernel: Array, u: Array, h0: Array, *, epsilon: float, store: str = "recompute",
+def euler_scan(kernel: Array, u: Array, h0: Array, *, epsilon: float,
+               store: str = "activation",
                reverse: bool = False, unroll: int = 1, mask: Optional[Array] = None,
                seq_lengths: Optional[Array] = None) -> tuple[Array, Array]:
   """``h_t = h_{t-1} + eps tanh(h_{t-1} K + u_t)`` (AntisymmetricRNN eq 12, row form).
@@ -718,9 +729,11 @@ def euler_scan(kernel: Array, u: Array, h0: Array, *, epsilon: float, store: str
     u: ``x_t V + b``, time-major ``(T, *batch, n)``.
     h0: initial carry ``(*batch, n)``.
     epsilon: step size ``eps > 0`` (a Python number).
-    store: ``'activation'`` (keep ``tanh(z_t)``: ``T B n`` extra memory) or
-      ``'recompute'`` (recompute ``z = H_prev K + U`` as one large product in the
-      backward pass).
+    store: ``'activation'`` (default: keep ``tanh(z_t)``, written over ``u``'s buffer
+      inside the computation -- the caller's array is not modified: XLA copies it first
+      if it is used after the call -- and the input cotangents written over the
+      activations) or ``'recompute'`` (recompute ``z = H_prev K + U`` as one large
+      product in the backward pass; slower, no memory saved).
     reverse, unroll, mask, seq_lengths: as in :func:`rnn_scan`.
 
   Returns:
@@ -732,7 +745,7 @@ def euler_scan(kernel: Array, u: Array, h0: Array, *, epsilon: float, store: str
 
 
 def gated_euler_scan(kernel: Array, u: Array, h0: Array, *, epsilon: float,
-                     store: str = "recompute", reverse: bool = False, unroll: int = 1,
+                     store: str = "activation", reverse: bool = False, unroll: int = 1,
                      mask: Optional[Array] = None,
                      seq_lengths: Optional[Array] = None) -> tuple[Array, Array]:
   """Gated AntisymmetricRNN (eq 13, row form), one shared kernel ``K``::
@@ -748,9 +761,7 @@ def gated_euler_scan(kernel: Array, u: Array, h0: Array, *, epsilon: float,
       the sequence, measured slower than projecting the halves separately).
     h0: ``(*batch, n)``.
     epsilon, store, reverse, unroll, mask, seq_lengths: as in :func:`euler_scan`
-      (``store='activation'`` writes the activations over the projected inputs inside the
-      computation -- the caller's arrays are not modified: XLA copies them first if they
-      are used after the call -- and the input cotangents over the activations).
+      (``store='activation'`` writes both activations over the two projected inputs).
 
   Returns:
     ``(h_final, hs)``, ``hs`` time-major ``(T, *batch, n)``.
