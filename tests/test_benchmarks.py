@@ -220,3 +220,35 @@ def test_expm_script_runs_and_reports_the_squarings_it_uses(capsys):
   assert counts[0] == 0 and 1 <= counts[1] <= 4  # alpha_3 <= the 1-norm (4 squarings)
   with pytest.raises(SystemExit):
     expm_bench.main(["--n", "0"])
+
+
+def test_fused_ab_compares_a_revision_with_the_working_tree(tmp_path):
+  """Both versions of fused.py are traced and timed, the layer's module is restored, and
+  the base module computes what the working tree's does."""
+  import jax
+  import jax.numpy as jnp
+
+  import fused_ab
+  from lvf_jax.layers import fused, recurrent
+
+  out = tmp_path / "ab.md"
+  assert fused_ab.main(["--base", "HEAD", "--cells", "rnn", "antisymmetric", "--n", "8",
+                        "--T", "4", "--batch", "2", "--repeats", "1", "--warmup", "0",
+                        "--out", str(out)]) == 0
+  assert recurrent.fused_lib is fused
+  rows = [r for r in out.read_text().splitlines() if r.startswith("| ") and "---" not in r]
+  assert [r.split("|")[1].strip() for r in rows[1:]] == ["rnn", "antisymmetric"]
+  base = fused_ab.load_base("HEAD")
+  assert base is not fused and base.rnn_scan is not fused.rnn_scan
+  k = jax.random.split(jax.random.key(0), 3)
+  kernel = jax.random.normal(k[0], (5, 5)) / 3
+  u = jax.random.normal(k[1], (6, 2, 5))
+  h0 = jax.random.normal(k[2], (2, 5))
+
+  def loss(mod):
+    return lambda kk, uu: jnp.sum(jnp.sin(mod.rnn_scan(kk, uu, h0)[1]))
+
+  for a, b in zip(jax.grad(loss(base), (0, 1))(kernel, u), jax.grad(loss(fused), (0, 1))(kernel, u)):
+    assert jnp.allclose(a, b, rtol=1e-5, atol=1e-6)
+  with pytest.raises(SystemExit, match="--base"):
+    fused_ab.load_base("no-such-revision")

@@ -274,26 +274,30 @@ def test_euler_in_place_activations_mask_unroll_x64(gated, reverse, x64):
     np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("name", ["antisymmetric", "gated_antisymmetric"])
-def test_euler_layers_keep_no_more_sequence_buffers_than_the_tanh_floor(name):
-  """Writing the activations over the projected inputs and the input cotangents over the
-  activations leaves a training step of either AntisymmetricRNN layer with no more
-  temporary memory than the tanh layer's (before: the gated layer kept eight (T, B, n)
-  arrays, the plain one about one more than the floor; an XLA copy of a carried buffer
-  would add more)."""
+# Temporary memory of a training step, in (T, B, n) float32 sequences, that the in-place
+# loops must not exceed: the tanh floor keeps its states H (the outputs), the output
+# cotangents (over which its backward loop writes the shifted dz) and the aligned input
+# cotangent dZ; the AntisymmetricRNN keeps H, the output cotangents and its projected
+# inputs' buffer (activations, then input cotangents); the gated one a second such buffer.
+# Before the in-place loops they kept about 5.1, 5.2 and 8.1 sequences.
+SEQUENCE_BUDGET = {"rnn": 4.5, "antisymmetric": 3.5, "gated_antisymmetric": 4.5}
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCE_BUDGET))
+def test_fused_layers_keep_few_sequence_buffers(name):
+  """Writing the activations and cotangents over buffers that are dead by then keeps a
+  training step's temporary memory within the budget above (an XLA copy of a carried
+  buffer, or an extra stacked output, would add a whole sequence)."""
   x = jax.random.normal(jax.random.key(0), (4, 50, 3))
+  layer = layers.Recurrent(cells.make_cell(name, 16), fused=True, input_projection="hoisted")
+  params = layer.init(jax.random.key(1), x)
 
-  def temp_bytes(name):
-    layer = layers.Recurrent(cells.make_cell(name, 16), fused=True)
-    params = layer.init(jax.random.key(1), x)
+  def loss(p):
+    return jnp.sum(jnp.sin(layer.apply(p, x)))
 
-    def loss(p):
-      return jnp.sum(jnp.sin(layer.apply(p, x)))
-
-    return jax.jit(jax.grad(loss)).lower(params).compile().memory_analysis().temp_size_in_bytes
-
+  temp = jax.jit(jax.grad(loss)).lower(params).compile().memory_analysis().temp_size_in_bytes
   one_sequence = 50 * 4 * 16 * 4
-  assert temp_bytes(name) <= temp_bytes("rnn") - one_sequence // 2
+  assert temp <= SEQUENCE_BUDGET[name] * one_sequence
 
 
 # -------------------------------------------------- shapes, transformations, errors

@@ -9,13 +9,15 @@ residuals than needed. The functions here run
 * a forward ``lax.scan`` that does one ``(B, n) x (n, n)`` product per step and stores only
   the carries ``H = (h_1, ..., h_T)`` (which are the outputs anyway);
 * a backward ``lax.scan`` that propagates **only** the state cotangent (one ``(B, n) x
-  (n, n)`` product per step, the elementwise derivative fused into the loop) and emits the
-  pre-activation cotangents ``dZ`` -- also shifted by one step, ``S_t = dz_{t+1}``, so
+  (n, n)`` product per step, the elementwise derivative fused into the loop) and writes
+  the pre-activation cotangents shifted by one step, ``S_t = dz_{t+1}``, over the output
+  cotangents ``dy_t`` it has just read (in place: no sequence-long buffer of its own), so
   that the weight gradient needs no shifted copy of the states;
 * after the loop, **one** large product ``dK = sum_t h_{t-1}^T dz_t = H^T S + h_0^T dz_0``
   over all ``T * B`` rows (the modReLU bias gradient is accumulated in the loop). The
-  input cotangent is ``du = dZ`` itself, so when ``u = x W`` is the hoisted input
-  projection, the caller's autodiff turns ``dW = X^T dZ`` into one large product as well.
+  input cotangent ``du = dZ``, which the loop also emits (the one new sequence of the
+  backward pass), lets the caller's autodiff turn ``dW = X^T dZ`` into one large product
+  as well when ``u = x W`` is the hoisted input projection.
 
 Covered recurrences (row-vector convention ``h_t = sigma(h_{t-1} K + u_t + b)``):
 
@@ -189,6 +191,20 @@ def _next_steps(a: Array, reverse: bool) -> Array:
   return jnp.concatenate([zero, a[:-1]] if reverse else [a[1:], zero], axis=0)
 
 
+def _step_slice(a: Array, t) -> Array:
+  return jax.lax.dynamic_index_in_dim(a, t, 0, keepdims=False)
+
+
+def _step_update(a: Array, t, v: Array) -> Array:
+  return jax.lax.dynamic_update_index_in_dim(a, v, t, 0)
+
+
+def _step_indices(num_steps: int) -> Array:
+  """``0 .. T-1`` as unsigned ints: a slice at an unsigned index needs no wrap of negative
+  indices (one scalar fusion less per step)."""
+  return jnp.arange(num_steps, dtype=jnp.uint32)
+
+
 def _last_carry(h0: Array, hs: Array, reverse: bool) -> Array:
   if hs.shape[0] == 0:
     return h0
@@ -312,11 +328,20 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
   # With the projection inside the loop nobody needs dZ aligned with u: emit only the
   # shifted sequence S and shift the (narrow) inputs instead.
   emit_aligned = w_in is None
+  num_steps = hs.shape[0]
+  first = 0 if reverse else num_steps - 1  # the step the backward loop processes first
+  last = num_steps - 1 - first  # ... and last (its previous state is h0)
 
+  # The loop writes S_t = dz_{t+1} (dz_{t-1} when reversed; zero for the first step it
+  # processes) over dy_t in the output cotangents' buffer, right after reading dy_t, and
+  # reads the next step's dy from the buffer it has just written (reading dy_t before the
+  # write instead made XLA copy the whole buffer every step: 3-40x slower, measured):
+  # dK = H^T S + h0^T dz_last needs no shifted copy of H, and the sequence-long cotangents
+  # need no buffer of their own; with the hoisted projection the loop also emits the
+  # aligned dZ, the input cotangent (the backward pass's one new sequence).
   def body(carry, xs):
-    c, db, dz_prev = carry
-    h_t, dy_t, m_t = xs
-    g = c + dy_t
+    g, db, dz_prev, buf = carry  # g = dL/dh_t (the carry's cotangent plus dy_t)
+    t, h_t, m_t = xs
     if split:  # complex modReLU: a 2 x 2 Jacobian per unit, bias cotangent alongside
       gm = g if m_t is None else _mask_select(m_t, g, jnp.zeros((), g.dtype))
       dz, db_t = _modrelu_split_vjp(h_t, gm, bias)
@@ -328,28 +353,29 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
         dz = _mask_select(m_t, dz, jnp.zeros((), dz.dtype))
       if acc_bias:
         db = db + _modrelu_bias_cotangent(dz, h_t)
-    c_new = jnp.dot(dz, kernel_t)
+    buf = _step_update(buf, t, dz_prev)
+    at_last = t == last
+    nxt = jnp.where(at_last, t, t + 1 if reverse else t - 1)  # at the end: read, not used
+    dy_next = jnp.where(at_last, jnp.zeros((), g.dtype), _step_slice(buf, nxt))
+    c_new = jnp.dot(dz, kernel_t) + dy_next
     if m_t is not None:
       # The carry of a padded step is the old carry: its cotangent flows straight through.
       c_new = c_new + _padded_carry_cotangent(m_t, g)
-    # Emit the previously processed dz (dz_{t+1}; dz_{t-1} when reversed) at index t,
-    # aligned with h_t: dK = H^T S + h0^T dz_first needs no shifted copy of H.
-    return (c_new, db, dz), ((dz, dz_prev) if emit_aligned else dz_prev)
+    return (c_new, db, dz, buf), (dz if emit_aligned else None)
 
   db0 = jnp.zeros(bias.shape, kernel.dtype) if acc_bias else None
-  (dh0, db, dz_first), ys = jax.lax.scan(
-      body, (dh_last, db0, jnp.zeros_like(dh_last)), (hs, dhs, mask), reverse=not reverse,
-      unroll=unroll)
-  dz, shifted = ys if emit_aligned else (None, ys)
+  init = (dh_last + dhs[first], db0, jnp.zeros_like(dh_last), dhs)
+  (dh0, db, dz_first, shifted), dz = jax.lax.scan(
+      body, init, (_step_indices(num_steps), hs, mask), reverse=not reverse, unroll=unroll)
   d_kernel = _big_matmul_tn(hs, shifted) + jnp.dot(h0.T, dz_first)
   d_bias = None
   if has_bias:
     if acc_bias:
       d_bias = db
     else:
-      d_bias = jnp.sum(shifted, axis=(0, 1)) + jnp.sum(dz_first, axis=0)
+      d_bias = _sum_rows(shifted) + jnp.sum(dz_first, axis=0)
   d_mask = None
-  if emit_aligned:
+  if emit_aligned:  # hoisted projection: du = dZ (the one new sequence of the loop)
     return d_kernel, None, dz, dh0, d_bias, d_mask
   # Projection inside the loop: sum_t x_t^T dz_t = X_next^T S + x_first^T dz_first, with
   # X_next[t] = x_{t+1} (x_{t-1} when reversed; zero past the end), a cheap (T, B, d) shift.
@@ -357,12 +383,26 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
   d_w_in = _big_matmul_tn(x_next, shifted) + jnp.dot(x_first.T, dz_first)
   # dX = dZ W^T, formed from S and shifted back (only evaluated if x is differentiated).
   dx_shifted = jnp.dot(shifted.reshape((-1, shifted.shape[-1])), w_in.T).reshape(x.shape)
-  dx_first = jnp.dot(dz_first, w_in.T)[None]
-  if reverse:
-    d_x = jnp.concatenate([dx_shifted[1:], dx_first], axis=0)
-  else:
-    d_x = jnp.concatenate([dx_first, dx_shifted[:-1]], axis=0)
+  d_x = _shift_back(dx_shifted, jnp.dot(dz_first, w_in.T), reverse)
   return d_kernel, d_w_in, d_x, dh0, d_bias, d_mask
+
+
+def _sum_rows(a: Array) -> Array:
+  """``sum_{t, b} a[t, b]`` as a ``(T B,) x (T B, n)`` product. XLA:CPU's YNNPACK
+  reduction of the in-place cotangent buffer ran 3-4x slower than the whole training step
+  it belonged to, with millions of fresh pages per call (benchmarks/fused_ab.py); the
+  product reads the buffer once."""
+  a2 = a.reshape((-1, a.shape[-1]))
+  return jnp.dot(jnp.ones((a2.shape[0],), a.dtype), a2)
+
+
+def _shift_back(shifted: Array, first: Array, reverse: bool) -> Array:
+  """The aligned sequence ``a`` from ``shifted`` (index ``t`` holds ``a_{t+1}``;
+  ``a_{t-1}`` when reversed) and ``first``, the entry that falls off it (``a_0``;
+  ``a_{T-1}`` when reversed)."""
+  if reverse:
+    return jnp.concatenate([shifted[1:], first[None]], axis=0)
+  return jnp.concatenate([first[None], shifted[:-1]], axis=0)
 
 
 _rnn_core.defvjp(_rnn_fwd, _rnn_bwd)
@@ -526,20 +566,6 @@ _euler_core.defvjp(_euler_fwd, _euler_bwd)
 # from the buffers it has just written (each activation then has one consumer and is
 # computed inside the fusion that stores it), and the backward carry is g = c + dy_t (adding
 # the next step's dy in the same fusion as the recurrent product).
-
-
-def _step_slice(a: Array, t) -> Array:
-  return jax.lax.dynamic_index_in_dim(a, t, 0, keepdims=False)
-
-
-def _step_update(a: Array, t, v: Array) -> Array:
-  return jax.lax.dynamic_update_index_in_dim(a, v, t, 0)
-
-
-def _step_indices(num_steps: int) -> Array:
-  """``0 .. T-1`` as unsigned ints: a slice at an unsigned index needs no wrap of negative
-  indices (one scalar fusion less per step)."""
-  return jnp.arange(num_steps, dtype=jnp.uint32)
 
 
 def _as_parts(u, gated: bool) -> tuple[Array, ...]:
