@@ -54,8 +54,9 @@ is then computed inside the loop, which saves writing and re-reading the ``(T, B
 projected sequence, while ``dW = X^T dZ`` and ``dX = dZ W^T`` stay one large product each.
 
 Memory: the residuals are the carries ``H`` (the outputs) plus, for ``store='activation'``,
-the activations, in the buffers of the projected inputs (plain autodiff of the same modReLU scan kept five ``T B n`` float arrays
-and one boolean one in the compiled HLO, jax 0.10.2). For very long sequences wrap the
+the activations, in the buffers of the projected inputs (plain autodiff of the same
+modReLU scan kept five ``T B n`` float arrays and one boolean one in the compiled HLO,
+jax 0.10.2). For very long sequences wrap the
 call in :func:`jax.checkpoint` (the forward scan is then re-run inside the backward pass
 and nothing is kept between the passes), or split the sequence into chunks.
 
@@ -178,7 +179,11 @@ def _finish(h_last, hs, mask, batch_shape):
 
 
 def _prev_states(h0: Array, hs: Array, reverse: bool) -> Array:
-  """``H_prev[t] = h_{t-1}``: the carry each step consumed (``h_{t+1}`` when reversed)."""
+  """``H_prev[t] = h_{t-1}``: the carry each step consumed (``h_{t+1}`` when reversed).
+
+  The same shift takes a backward loop's shifted sequence (index ``t`` holding the value of
+  step ``t + 1``; ``t - 1`` when reversed) back to the aligned one, ``h0`` being the value
+  of the step that falls off it."""
   if reverse:
     return jnp.concatenate([hs[1:], h0[None]], axis=0)
   return jnp.concatenate([h0[None], hs[:-1]], axis=0)
@@ -203,6 +208,20 @@ def _step_indices(num_steps: int) -> Array:
   """``0 .. T-1`` as unsigned ints: a slice at an unsigned index needs no wrap of negative
   indices (one scalar fusion less per step)."""
   return jnp.arange(num_steps, dtype=jnp.uint32)
+
+
+def _processing_ends(num_steps: int, reverse: bool) -> tuple[int, int]:
+  """The steps a backward loop processes first and last (the last one's previous state is
+  ``h0``)."""
+  first = 0 if reverse else num_steps - 1
+  return first, num_steps - 1 - first
+
+
+def _next_index(t, last: int, reverse: bool):
+  """``(t == last, the step a backward loop processes after t)``; at the last step ``t``
+  itself (read there, not used)."""
+  at_last = t == last
+  return at_last, jnp.where(at_last, t, t + 1 if reverse else t - 1)
 
 
 def _last_carry(h0: Array, hs: Array, reverse: bool) -> Array:
@@ -329,8 +348,7 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
   # shifted sequence S and shift the (narrow) inputs instead.
   emit_aligned = w_in is None
   num_steps = hs.shape[0]
-  first = 0 if reverse else num_steps - 1  # the step the backward loop processes first
-  last = num_steps - 1 - first  # ... and last (its previous state is h0)
+  first, last = _processing_ends(num_steps, reverse)
 
   # The loop writes S_t = dz_{t+1} (dz_{t-1} when reversed; zero for the first step it
   # processes) over dy_t in the output cotangents' buffer, right after reading dy_t, and
@@ -354,8 +372,7 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
       if acc_bias:
         db = db + _modrelu_bias_cotangent(dz, h_t)
     buf = _step_update(buf, t, dz_prev)
-    at_last = t == last
-    nxt = jnp.where(at_last, t, t + 1 if reverse else t - 1)  # at the end: read, not used
+    at_last, nxt = _next_index(t, last, reverse)
     dy_next = jnp.where(at_last, jnp.zeros((), g.dtype), _step_slice(buf, nxt))
     c_new = jnp.dot(dz, kernel_t) + dy_next
     if m_t is not None:
@@ -383,7 +400,7 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
   d_w_in = _big_matmul_tn(x_next, shifted) + jnp.dot(x_first.T, dz_first)
   # dX = dZ W^T, formed from S and shifted back (only evaluated if x is differentiated).
   dx_shifted = jnp.dot(shifted.reshape((-1, shifted.shape[-1])), w_in.T).reshape(x.shape)
-  d_x = _shift_back(dx_shifted, jnp.dot(dz_first, w_in.T), reverse)
+  d_x = _prev_states(jnp.dot(dz_first, w_in.T), dx_shifted, reverse)
   return d_kernel, d_w_in, d_x, dh0, d_bias, d_mask
 
 
@@ -394,15 +411,6 @@ def _sum_rows(a: Array) -> Array:
   product reads the buffer once."""
   a2 = a.reshape((-1, a.shape[-1]))
   return jnp.dot(jnp.ones((a2.shape[0],), a.dtype), a2)
-
-
-def _shift_back(shifted: Array, first: Array, reverse: bool) -> Array:
-  """The aligned sequence ``a`` from ``shifted`` (index ``t`` holds ``a_{t+1}``;
-  ``a_{t-1}`` when reversed) and ``first``, the entry that falls off it (``a_0``;
-  ``a_{T-1}`` when reversed)."""
-  if reverse:
-    return jnp.concatenate([shifted[1:], first[None]], axis=0)
-  return jnp.concatenate([first[None], shifted[:-1]], axis=0)
 
 
 _rnn_core.defvjp(_rnn_fwd, _rnn_bwd)
@@ -600,8 +608,7 @@ def _euler_bwd_in_place(eps, reverse, unroll, gated, res, cts):
   dh_last, dhs = cts
   kernel_t = kernel.T
   num_steps = hs.shape[0]
-  first = 0 if reverse else num_steps - 1  # the step the backward loop processes first
-  last = num_steps - 1 - first  # ... and last
+  first, last = _processing_ends(num_steps, reverse)
 
   def body(carry, xs):
     g, act_t, bufs = carry  # g = dL/dh_t (the carry's cotangent plus dy_t)
@@ -609,8 +616,7 @@ def _euler_bwd_in_place(eps, reverse, unroll, gated, res, cts):
     e = eps * _valid_cotangent(m_t, g)
     d = _gated_pre_cotangents(e, *act_t) if gated else (e * (1.0 - act_t[0] * act_t[0]),)
     bufs = tuple(_step_update(b, t, v) for b, v in zip(bufs, d))
-    at_last = t == last
-    nxt = jnp.where(at_last, t, t + 1 if reverse else t - 1)  # at the end: read, not used
+    at_last, nxt = _next_index(t, last, reverse)
     dy_next = jnp.where(at_last, jnp.zeros((), g.dtype), _step_slice(dhs, nxt))
     da = _step_slice(bufs[0], t)
     if gated:
