@@ -8,7 +8,9 @@
 * A non-finite loss or gradient stops training with :class:`NonFiniteLossError` naming the
   step; the step's update is discarded and the last good checkpoint is left untouched.
 * Evaluation on the fixed validation split every ``eval_every`` steps; the test split is
-  evaluated whenever validation improves ("test at the best validation step").
+  evaluated whenever validation improves ("test at the best validation step"), and the
+  variables of that step are written to ``best_variables.msgpack`` (atomically, with
+  ``best.json`` naming the step): the model a run reports is the model it keeps.
 """
 
 from __future__ import annotations
@@ -32,6 +34,27 @@ from lvf_jax.train import builders, checkpoints, reporting
 from lvf_jax.train.config import validate_config
 
 Array = jax.Array
+
+BEST_VARIABLES = "best_variables.msgpack"
+BEST_INFO = "best.json"
+
+
+def save_best_variables(workdir: str, step: int, params: Any, extras: Any,
+                        validation: dict) -> str:
+  """Writes ``{'params': ..., **extras}`` of the best validation step (flax msgpack).
+
+  Both files are written to temporary names and renamed, so a crash never leaves a
+  half-written file under the final name.
+  """
+  path = os.path.join(workdir, BEST_VARIABLES)
+  payload = flax.serialization.to_bytes(jax.device_get({"params": params, **extras}))
+  for name, data, mode in ((path, payload, "wb"),
+                           (os.path.join(workdir, BEST_INFO),
+                            json.dumps({"step": int(step), "validation": validation}), "w")):
+    with open(name + ".tmp", mode) as f:
+      f.write(data)
+    os.replace(name + ".tmp", name)
+  return path
 
 
 class NonFiniteLossError(RuntimeError):
@@ -145,13 +168,22 @@ def make_eval_step(model, pipeline):
   return eval_step
 
 
-def _evaluate(eval_step, pipeline, state: TrainState, split: str) -> dict[str, float]:
+def evaluate(eval_step, pipeline, params: Any, extras: Any, split: str) -> dict[str, float]:
+  """Metrics of ``params`` (with the non-trainable ``extras``) over a whole split.
+
+  ``eval_step`` is ``jax.jit(make_eval_step(model, pipeline))``; batch averages are weighted
+  by the pipeline's batch weights (examples, tokens or frames).
+  """
   carry = pipeline.initial_carry(eval=True)
   records = []
   for batch in pipeline.eval_batches(split):
-    metrics, carry = eval_step(state.params, state.extras, batch, carry)
+    metrics, carry = eval_step(params, extras, batch, carry)
     records.append(metrics)
   return pipeline.summarize(_mean_records(records))
+
+
+def _evaluate(eval_step, pipeline, state: TrainState, split: str) -> dict[str, float]:
+  return evaluate(eval_step, pipeline, state.params, state.extras, split)
 
 
 def initial_state(config, model, pipeline, tx) -> TrainState:
@@ -172,7 +204,8 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
   """Trains ``config`` in ``workdir`` (resuming from its latest checkpoint); returns the summary.
 
   Writes ``workdir/config.json``, ``metrics.jsonl``, ``tensorboard/`` (if tensorboardX is
-  installed), ``checkpoints/``, ``curves.png`` and ``summary.json``.
+  installed), ``checkpoints/``, ``best_variables.msgpack`` + ``best.json`` (the variables
+  of the best validation step), ``curves.png`` and ``summary.json``.
   """
   pipeline = validate_config(config)
   os.makedirs(workdir, exist_ok=True)
@@ -237,6 +270,8 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
           test = writer.write(step, "test", _evaluate(eval_step, pipeline, state, "test"))
           best.update(loss=val["loss"], step=step,
                       test={k: v for k, v in test.items() if k not in ("step", "split")})
+          save_best_variables(workdir, step, state.params, state.extras,
+                              {k: v for k, v in val.items() if k not in ("step", "split")})
       if step % int(t.checkpoint_every) == 0 or step == int(t.steps):
         ckpt.save(step, state)
         last_saved = step

@@ -1,0 +1,91 @@
+"""One command for the papers' tables::
+
+    python -m experiments.reproduce --list                  # every table and row
+    python -m experiments.reproduce lvf-t4                  # run a table (resumes)
+    python -m experiments.reproduce lvf-t3 --rows jsb-lvf   # a selection of rows
+    python -m experiments.reproduce lvf-t3 --report-only    # rewrite the page only
+
+Runs go to ``--workdir`` (default ``runs/reproduce``), one directory per table, row and
+seed; finished seeds are skipped and unfinished ones resume from their last checkpoint.
+After the runs, ``docs/reproduction/<table>.md`` (``--out``) is rewritten from every result
+found under the workdir. Rows that cannot run here (no data, no model) are listed with the
+reason and their command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from experiments.reproduce import harness, rows
+
+
+def _parser() -> argparse.ArgumentParser:
+  p = argparse.ArgumentParser(prog="python -m experiments.reproduce", description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+  p.add_argument("tables", nargs="*", help="table ids, e.g. lvf-t4 ncgru-t1 ('all': every one)")
+  p.add_argument("--rows", default="", help="comma-separated row ids (default: every row)")
+  p.add_argument("--seeds", type=int, default=0,
+                 help="seeds per row (default: the row's own count)")
+  p.add_argument("--steps", type=int, default=0,
+                 help="optimiser steps per run (default: the row's budget); for smoke runs")
+  p.add_argument("--workdir", default="",
+                 help="runs directory (default runs/reproduce, runs/reproduce-smoke with --smoke)")
+  p.add_argument("--out", default="",
+                 help="pages directory (default docs/reproduction; with --smoke, pages/ in "
+                      "the workdir)")
+  p.add_argument("--smoke", action="store_true",
+                 help="tiny data and --steps (default 2) steps: checks that rows run")
+  p.add_argument("--report-only", action="store_true", help="only rewrite the pages")
+  p.add_argument("--include-blocked", action="store_true",
+                 help="also run rows marked as blocked by their budget (not missing data)")
+  p.add_argument("--list", action="store_true", help="list tables and rows, run nothing")
+  return p
+
+
+def _select(args) -> list[rows.Table]:
+  all_tables = rows.tables()
+  names = list(all_tables) if args.tables == ["all"] else args.tables
+  if not names:
+    raise SystemExit("name at least one table (or 'all'); --list shows them.")
+  return [rows.get(n) for n in names]
+
+
+def main(argv=None) -> int:
+  args = _parser().parse_args(argv)
+  if args.seeds < 0 or args.steps < 0:
+    raise SystemExit("--seeds and --steps must be >= 0.")
+  if args.list:
+    for t in rows.tables().values():
+      print(f"{t.id}: {t.citation}, Table {t.number}: {t.caption}")
+      for r in t.rows:
+        state = f"  [{r.blocker}]" if r.blocker else ""
+        print(f"  {r.id:32s} {r.model} / {r.task} -> {r.config}{state}")
+    return 0
+  smoke_root = os.path.join(harness.ROOT, "runs", "reproduce-smoke")
+  args.workdir = args.workdir or (smoke_root if args.smoke else
+                                  os.path.join(harness.ROOT, "runs", "reproduce"))
+  args.out = args.out or (os.path.join(args.workdir, "pages") if args.smoke else
+                          os.path.join(harness.ROOT, "docs", "reproduction"))
+  tables = _select(args)
+  wanted = [s for s in args.rows.split(",") if s]
+  for table in tables:
+    selected = [table.row(r) for r in wanted] if wanted else list(table.rows)
+    if not args.report_only:
+      for row in selected:
+        runnable = row.config is not None and (
+            row.blocker is None or (args.include_blocked and row.blocker.startswith("budget")))
+        if not runnable:
+          print(f"reproduce: {table.id}/{row.id}: not run ({row.blocker})")
+          continue
+        for seed in range(args.seeds or row.seeds):
+          harness.run_row(table, row, args.workdir, seed=seed, steps=args.steps or None,
+                          smoke=args.smoke)
+    path = harness.write_table(table, args.workdir, args.out)
+    print(f"reproduce: wrote {path}")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,374 @@
+"""Runs rows of the papers' tables and writes their reproduction pages.
+
+A row runs as ``train_and_evaluate`` of its config (``configs/<file>.py:<preset>`` plus the
+row's overrides) in ``<workdir>/<table>/<row>/seed<k>``; the training loop resumes from the
+latest checkpoint, and a finished seed leaves ``result.json`` there, so running a table
+again only runs what is missing. :func:`write_table` turns the results into
+``docs/reproduction/<paper>-t<N>.md`` and a figure of the validation curves.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import platform
+import shlex
+import subprocess
+import time
+from typing import Any, Iterable, Optional
+
+import numpy as np
+
+from experiments.reproduce.rows import Row, Table
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RESULT = "result.json"
+BASE_SEED = 5544
+
+
+def load_config(spec: str):
+  """The config of ``'<file>.py:<preset>'`` under ``configs/``."""
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  if ":" not in spec:
+    raise ValueError(f"config spec must be '<file>.py:<preset>'; got {spec!r}.")
+  file, preset = spec.split(":", 1)
+  path = os.path.join(ROOT, "configs", file)
+  if not os.path.exists(path):
+    raise ValueError(f"config spec {spec!r}: no file {path}.")
+  module = importlib.util.module_from_spec(
+      importlib.util.spec_from_file_location(f"configs_{file[:-3]}", path))
+  module.__spec__.loader.exec_module(module)
+  return module.get_config(preset)
+
+
+def set_field(config, dotted: str, value: Any) -> None:
+  """Sets ``config.a.b.c = value`` for ``dotted = 'a.b.c'`` (new keys allowed at the leaf)."""
+  *parents, leaf = dotted.split(".")
+  node = config
+  for i, key in enumerate(parents):
+    if key not in node:
+      raise ValueError(f"override {dotted!r}: no field {'.'.join(parents[:i + 1])!r}.")
+    node = node[key]
+  if isinstance(node, dict):
+    node[leaf] = value
+    return
+  with node.ignore_type():
+    node[leaf] = value
+
+
+def row_config(row: Row, *, seed: int = 0, steps: Optional[int] = None, smoke: bool = False):
+  """The config of ``row``: its preset, its overrides, the seed and the step budget.
+
+  ``smoke=True`` keeps the model and optimiser but runs ``steps`` (default 2) steps on tiny
+  data (:func:`shrink_for_smoke`).
+  """
+  if row.config is None:
+    raise ValueError(f"row {row.id!r} has no config: {row.blocker}")
+  c = load_config(row.config)
+  for key, value in row.overrides.items():
+    set_field(c, key, value)
+  c.train.seed = BASE_SEED + int(seed)
+  budget = steps or row.run_steps or row.steps
+  if budget:
+    c.train.steps = int(budget)
+    for key in ("eval_every", "checkpoint_every", "log_every"):
+      c.train[key] = max(1, min(int(c.train[key]), int(budget)))
+  c.train.progress_bar = False
+  c.train.tensorboard = False
+  if smoke:
+    shrink_for_smoke(c, steps=steps or 2)
+  return c
+
+
+SMOKE_DATA = {"max_train_examples": 8, "max_eval_examples": 4, "max_train_tokens": 400,
+              "max_eval_tokens": 200, "max_len": 24}
+
+
+def shrink_for_smoke(c, *, steps: int = 2) -> None:
+  """Makes ``c`` a smoke run: ``steps`` steps, tiny evaluation and data (model unchanged)."""
+  c.train.steps = steps
+  for key in ("eval_every", "checkpoint_every", "log_every"):
+    c.train[key] = steps
+  c.train.eval_size = min(int(c.train.eval_size), 8)
+  c.train.eval_batch_size = min(int(c.train.eval_batch_size), 8)
+  c.train.plot = False
+  options = c.task.options
+  for key, value in SMOKE_DATA.items():
+    if key in options:
+      options[key] = value
+  if "max_train_examples" in options:
+    c.train.batch_size = min(int(c.train.batch_size), SMOKE_DATA["max_train_examples"] // 2)
+  if "bptt" in options:
+    options.bptt = min(int(options.bptt), 16)
+    c.train.batch_size = min(int(c.train.batch_size), 4)
+    c.train.eval_batch_size = min(int(c.train.eval_batch_size), 4)
+
+
+def command(table: Table, row: Row, *, steps: Optional[int] = None,
+            seeds: Optional[int] = None) -> str:
+  """The shell command that runs ``row`` (its full budget unless ``steps``)."""
+  parts = ["python", "-m", "experiments.reproduce", table.id, "--rows", row.id]
+  if steps:
+    parts += ["--steps", str(steps)]
+  if seeds and seeds != row.seeds:
+    parts += ["--seeds", str(seeds)]
+  return " ".join(shlex.quote(p) for p in parts)
+
+
+def git_commit() -> str:
+  """``HEAD``'s short hash, with ``+dirty`` when the work tree has uncommitted changes."""
+  try:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                           check=True, capture_output=True, text=True).stdout.strip()
+  except (OSError, subprocess.CalledProcessError):
+    return "unknown"
+  return head + ("+dirty" if dirty else "")
+
+
+def machine() -> str:
+  """The CPU model and core count (or the JAX accelerator), for the tables."""
+  import jax  # pylint: disable=g-import-not-at-top
+  dev = jax.devices()[0]
+  if dev.platform != "cpu":
+    return f"{dev.device_kind} ({dev.platform})"
+  model = platform.processor() or platform.machine()
+  try:
+    with open("/proc/cpuinfo") as f:
+      for line in f:
+        if line.startswith("model name"):
+          model = line.split(":", 1)[1].strip()
+          break
+  except OSError:
+    pass
+  return f"{model}, {os.cpu_count()} cores"
+
+
+def _records(workdir: str) -> list[dict]:
+  path = os.path.join(workdir, "metrics.jsonl")
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
+def metrics_of_run(workdir: str) -> dict[str, float]:
+  """Every metric of ``rows.METRICS`` that the run in ``workdir`` has."""
+  with open(os.path.join(workdir, "summary.json")) as f:
+    summary = json.load(f)
+  records = _records(workdir)
+  test = summary.get("test_at_best_validation") or {}
+  out: dict[str, float] = {}
+  if "loss" in test:
+    out["test_loss"] = test["loss"]
+    out["test_bpc"] = test["loss"] / math.log(2.0)
+    out["test_ppl"] = math.exp(min(test["loss"], 700.0))
+  if "accuracy" in test:
+    out["test_accuracy"] = 100.0 * test["accuracy"]
+  val = [r["loss"] for r in records if r["split"] == "validation"]
+  if val:
+    out["val_loss"] = min(val)
+  train = [r["loss"] for r in records if r["split"] == "train"]
+  if train:
+    out["min_train_loss"] = min(train)
+  return out
+
+
+def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
+            steps: Optional[int] = None, smoke: bool = False, log=print) -> dict:
+  """Trains one seed of ``row`` (resuming) and returns its result (also in ``result.json``)."""
+  from lvf_jax import train  # pylint: disable=g-import-not-at-top
+  c = row_config(row, seed=seed, steps=steps, smoke=smoke)
+  run_dir = os.path.join(workdir, table.id, row.id, f"seed{seed}")
+  done = read_result(run_dir)
+  if done is not None and done["steps"] == int(c.train.steps):
+    log(f"reproduce: {table.id}/{row.id} seed {seed}: done ({done['steps']} steps), skipped")
+    return done
+  os.makedirs(run_dir, exist_ok=True)
+  log(f"reproduce: {table.id}/{row.id} seed {seed}: {c.train.steps} steps in {run_dir}")
+  t0 = time.time()
+  summary = train.train_and_evaluate(c, run_dir)
+  elapsed = time.time() - t0
+  previous = 0.0 if done is None else float(done.get("wall_seconds", 0.0))
+  result = {
+      "table": table.id, "row": row.id, "seed": seed, "train_seed": int(c.train.seed),
+      "config": row.config, "overrides": row.overrides,
+      "steps": int(summary["steps"]), "paper_steps": row.steps,
+      "parameters": summary["parameters"], "metrics": metrics_of_run(run_dir),
+      "best_validation_step": summary["best_validation_step"],
+      "baseline_loss": summary["baseline_loss"],
+      "wall_seconds": round(previous + elapsed, 1) if summary.get("resumed_from") else
+                      round(elapsed, 1),
+      "resumed_from": summary.get("resumed_from"),
+      "machine": machine(), "commit": git_commit(),
+      "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+      "command": command(table, row, steps=steps if steps and steps != row.steps else None),
+      "smoke": smoke,
+  }
+  tmp = os.path.join(run_dir, RESULT + ".tmp")
+  with open(tmp, "w") as f:
+    json.dump(result, f, indent=2)
+  os.replace(tmp, os.path.join(run_dir, RESULT))
+  return result
+
+
+def read_result(run_dir: str) -> Optional[dict]:
+  path = os.path.join(run_dir, RESULT)
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f)
+
+
+def results_of_row(table: Table, row: Row, workdir: str) -> list[dict]:
+  """The finished seeds of ``row`` under ``workdir``, in seed order."""
+  base = os.path.join(workdir, table.id, row.id)
+  if not os.path.isdir(base):
+    return []
+  out = []
+  for name in sorted(os.listdir(base)):
+    if name.startswith("seed"):
+      r = read_result(os.path.join(base, name))
+      if r is not None:
+        out.append(r)
+  return out
+
+
+def _fmt(value: float, metric: str) -> str:
+  if metric == "test_accuracy":
+    return f"{value:.1f} %"
+  if value != 0 and (abs(value) < 1e-2 or abs(value) >= 1e4):
+    return f"{value:.3g}"
+  return f"{value:.4g}"
+
+
+def summarize(values: Iterable[float], metric: str) -> str:
+  """``mean ± std (n seeds)`` (the sample standard deviation), or the single value."""
+  v = np.asarray(list(values), np.float64)
+  if v.size == 0:
+    return ""
+  if v.size == 1:
+    return _fmt(float(v[0]), metric)
+  return f"{_fmt(float(v.mean()), metric)} ± {_fmt(float(v.std(ddof=1)), metric)} ({v.size} seeds)"
+
+
+LOWER_IS_BETTER = {"test_loss": True, "test_bpc": True, "test_ppl": True, "val_loss": True,
+                   "min_train_loss": True, "test_accuracy": False}
+
+
+def verdict(paper: dict, results: list[dict]) -> str:
+  """``'meets'`` when the mean of every paper metric is at least as good, else ``'misses'``."""
+  if not results:
+    return ""
+  ok = True
+  for metric, value in paper.items():
+    ours = [r["metrics"].get(metric) for r in results]
+    if any(o is None for o in ours):
+      return ""
+    mean = float(np.mean(ours))
+    ok &= mean <= value if LOWER_IS_BETTER[metric] else mean >= value
+  return "meets" if ok else "misses"
+
+
+def _params(results: list[dict]) -> str:
+  return str(results[0]["parameters"]) if results else ""
+
+
+def _steps(row: Row, results: list[dict]) -> str:
+  if not results:
+    return str(row.steps or "")
+  ran = results[0]["steps"]
+  if row.steps and ran < row.steps:
+    return f"{ran} of {row.steps} ({100.0 * ran / row.steps:.0f} %)"
+  return str(ran)
+
+
+def table_markdown(table: Table, workdir: str, figure: Optional[str] = None) -> str:
+  """The reproduction page of ``table`` from the results under ``workdir``."""
+  lines = [f"# {table.citation}, Table {table.number}", "", table.caption, "",
+           "Generated by `python -m experiments.reproduce "
+           f"{table.id} --report-only` from the runs' `result.json` files. 'ours' is the "
+           "test metric at the best validation step unless the metric says otherwise; "
+           "mean ± sample standard deviation over seeds.", "",
+           "| task | model | metric | paper | ours | verdict | params (paper / ours) | steps | "
+           "wall time | note |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+  runs = []
+  for row in table.rows:
+    results = results_of_row(table, row, workdir)
+    status = verdict(row.paper, results)
+    note = row.note
+    if row.blocker and not results:
+      note = f"**not run: {row.blocker}**" + (f" {note}" if note else "")
+    elif not results:
+      note = "**not run yet**" + (f" {note}" if note else "")
+    wall = f"{sum(r['wall_seconds'] for r in results) / len(results) / 60:.1f} min" \
+        if results else ""
+    for i, (metric, value) in enumerate(list(row.paper.items()) or [("", None)]):
+      ours = summarize([r["metrics"][metric] for r in results if metric in r["metrics"]],
+                       metric)
+      first = i == 0
+      lines.append("| " + " | ".join([
+          row.task if first else "", row.model if first else "", metric or "-",
+          "-" if value is None else _fmt(value, metric),
+          ours, status if first else "",
+          f"{row.paper_params or '?'} / {_params(results) or '-'}" if first else "",
+          _steps(row, results) if first else "", wall if first else "",
+          note if first else ""]) + " |")
+    for r in results:
+      runs.append(f"| {row.id} | {r['seed']} | `{r['command']}` | {r['commit']} | "
+                  f"{r['machine']} | {r['date']} |")
+  if figure:
+    lines += ["", f"![validation curves]({os.path.basename(figure)})"]
+  if runs:
+    lines += ["", "## Runs", "", "| row | seed | command | commit | machine | date |",
+              "|---|---|---|---|---|---|", *runs]
+  lines += ["", "## Commands of every row (full budget)", ""]
+  lines += [f"- `{row.id}`: `{command(table, row)}`" + (f" (config `{row.config}`)"
+                                                           if row.config else "")
+            for row in table.rows]
+  return "\n".join(lines) + "\n"
+
+
+def plot_table(table: Table, workdir: str, path: str) -> Optional[str]:
+  """Validation-loss curves (first seed of every run row) in one figure; None if no run."""
+  from matplotlib.figure import Figure  # pylint: disable=g-import-not-at-top
+  curves = []
+  for row in table.rows:
+    results = results_of_row(table, row, workdir)
+    if not results:
+      continue
+    records = _records(os.path.join(workdir, table.id, row.id, f"seed{results[0]['seed']}"))
+    split = "train" if "min_train_loss" in row.paper else "validation"
+    pts = [(r["step"], r["loss"]) for r in records if r["split"] == split]
+    if pts:
+      curves.append((f"{row.model} ({row.task})", np.asarray(pts, np.float64), split))
+  if not curves:
+    return None
+  fig = Figure(figsize=(7.5, 4.5))
+  ax = fig.subplots()
+  for label, pts, split in curves:
+    ax.plot(pts[:, 0], pts[:, 1], label=f"{label}, {split}")
+  positive = all(float(np.min(p[:, 1])) > 0 for _, p, _ in curves)
+  if positive:
+    ax.set_yscale("log")
+  ax.set_xlabel("optimiser step")
+  ax.set_ylabel("loss")
+  ax.set_title(f"{table.citation}, Table {table.number}", fontsize=9)
+  ax.legend(fontsize=7)
+  fig.tight_layout()
+  fig.savefig(path, dpi=100)
+  return path
+
+
+def write_table(table: Table, workdir: str, out_dir: str) -> str:
+  """Writes ``<out_dir>/<table.id>.md`` (and its ``.png``) and returns the Markdown path."""
+  os.makedirs(out_dir, exist_ok=True)
+  figure = plot_table(table, workdir, os.path.join(out_dir, f"{table.id}.png"))
+  path = os.path.join(out_dir, f"{table.id}.md")
+  with open(path, "w") as f:
+    f.write(table_markdown(table, workdir, figure))
+  return path

@@ -1,0 +1,130 @@
+"""The rows of the papers' experiment tables, as data.
+
+Every numeric cell of the four source papers' experiment tables is a :class:`Row`: which
+paper and table it comes from, the task and model as the paper names them, the paper's
+values, the config that runs it here and the budget. ``experiments/reproduce/tables/``
+holds one module per paper, each with a ``TABLES`` dict ``{table_id: Table}``;
+:func:`tables` collects them.
+
+Metric names (keys of ``Row.paper``) and where the harness reads ours:
+
+==================  ==================================================================
+``test_loss``       test loss at the best validation step (cross entropy, MSE, NLL)
+``test_accuracy``   test accuracy at the best validation step, in percent
+``test_bpc``        test loss at the best validation step divided by ln 2
+``test_ppl``        exp of the test loss at the best validation step
+``val_loss``        the best validation loss
+``min_train_loss``  the smallest training loss logged during training (NC-GRU's tables
+                    report the minimum attained loss)
+==================  ==================================================================
+
+A value in ``Row.paper`` is in the paper's own unit *after* removing the table's scale:
+NC-GRU's "loss x 1e-3 = 0.149" is stored as ``0.149e-3``; accuracies are percents.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+from typing import Any, Optional
+
+METRICS = ("test_loss", "test_accuracy", "test_bpc", "test_ppl", "val_loss", "min_train_loss")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+  """One row of a paper's table.
+
+  Attributes:
+    id: short slug unique within its table, e.g. ``'copy-lvf'``.
+    task: the task as the paper's table states it, e.g. ``'copy T=200'``.
+    model: the model as the paper names it, e.g. ``'lvfRNN'``, ``'NC-GRU(U_c)'``.
+    paper: ``{metric: value}`` of the paper (keys from :data:`METRICS`).
+    config: ``'<file>.py:<preset>'`` under ``configs/`` that runs it, or None when no
+      config can (then ``blocker`` says why).
+    overrides: dotted config fields set on top of the preset (``{'train.steps': 20000}``);
+      the preset should already be right, overrides are for the table-specific
+      settings a preset cannot know (sequence length of this column, ...).
+    paper_params: the parameter count the paper gives (text as printed: ``'11k'``).
+    steps: the paper's full training budget in optimiser steps, when it can be derived.
+    run_steps: the steps run here when smaller than ``steps`` (a reduced budget; the
+      table then states the fraction), None to run ``steps`` (or the preset's own).
+    seeds: how many seeds to run here (mean +- std over them).
+    blocker: why this row cannot run here (``'no data: TIMIT is licensed (LDC)'``,
+      ``'budget: needs a GPU, ~40 h on 2 cores'``); None when it runs.
+    note: a deviation or a choice where the paper is silent, said in one sentence.
+  """
+
+  id: str
+  task: str
+  model: str
+  paper: dict
+  config: Optional[str] = None
+  overrides: dict = dataclasses.field(default_factory=dict)
+  paper_params: Optional[str] = None
+  steps: Optional[int] = None
+  run_steps: Optional[int] = None
+  seeds: int = 1
+  blocker: Optional[str] = None
+  note: str = ""
+
+  def __post_init__(self):
+    unknown = sorted(set(self.paper) - set(METRICS))
+    if unknown:
+      raise ValueError(f"Row {self.id!r}: unknown metric(s) {unknown}; allowed {METRICS}.")
+    if self.config is None and self.blocker is None:
+      raise ValueError(f"Row {self.id!r}: a row without a config needs a blocker.")
+    if self.seeds < 1:
+      raise ValueError(f"Row {self.id!r}: seeds must be >= 1; got {self.seeds}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+  """A table of a paper: ``paper`` (slug: ``'lvf'``, ``'ncgru'``, ``'nnrnn'``,
+  ``'antisymmetric'``), ``number`` (``'4'``), ``caption`` (the paper's, shortened),
+  ``citation`` (author year, arXiv id) and its rows."""
+
+  paper: str
+  number: str
+  caption: str
+  citation: str
+  rows: tuple
+
+  @property
+  def id(self) -> str:
+    return f"{self.paper}-t{self.number}"
+
+  def row(self, row_id: str) -> Row:
+    for r in self.rows:
+      if r.id == row_id:
+        return r
+    raise ValueError(f"table {self.id}: unknown row {row_id!r}; rows are "
+                     f"{[r.id for r in self.rows]}.")
+
+
+def tables() -> dict[str, Table]:
+  """Every table of every paper module in ``tables/``, keyed by ``Table.id``."""
+  from experiments.reproduce import tables as pkg  # pylint: disable=g-import-not-at-top
+  out: dict[str, Table] = {}
+  for info in pkgutil.iter_modules(pkg.__path__):
+    mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+    for t in getattr(mod, "TABLES", {}).values():
+      if t.id in out:
+        raise ValueError(f"duplicate table id {t.id!r} in {info.name}")
+      ids = [r.id for r in t.rows]
+      if len(ids) != len(set(ids)):
+        raise ValueError(f"table {t.id}: duplicate row ids")
+      out[t.id] = t
+  return dict(sorted(out.items()))
+
+
+def get(table_id: str) -> Table:
+  all_tables = tables()
+  if table_id not in all_tables:
+    raise ValueError(f"unknown table {table_id!r}; tables are {sorted(all_tables)}.")
+  return all_tables[table_id]
+
+
+def as_dict(row: Row) -> dict[str, Any]:
+  return dataclasses.asdict(row)

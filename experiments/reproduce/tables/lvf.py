@@ -1,0 +1,80 @@
+"""lvfRNN paper (Azencot, Erichson, Ben-Chen, Mahoney 2021, "A Differential Geometry
+Perspective on Orthogonal Recurrent Models", arXiv:2102.09589), Tables 1-4.
+
+Table 1 fixes 1024 hidden units for every model (Table 5 gives the lvfRNN kappa = 1400; the
+preset follows Table 5). Table 3 matches about 350k parameters; Table 4 fixes 128 hidden
+units. The paper states no training budget for any task: the step counts are the presets'.
+"""
+
+from experiments.reproduce.rows import Row, Table
+
+CITATION = "Azencot et al. 2021 (arXiv:2102.09589)"
+
+PTB_EPOCH = 262  # truncated-BPTT chunks of one epoch at batch 128, T = 150
+PTB_BUDGET = dict(steps=50 * PTB_EPOCH, run_steps=PTB_EPOCH)
+PTB_NOTE = ("reduced budget here: one of the preset's 50 epochs (a 1024-unit RNN over 5M "
+            "characters is a GPU run)")
+JSB_STEPS = 100 * 229  # 100 epochs of one sequence per update
+MUSE_STEPS = 100 * 524
+
+_T1 = (("rnn", "RNN", 1.65, 62.23, "1024"), ("urnn", "uRNN", 1.62, 65.81, "1024"),
+       ("eurnn", "euRNN", 1.61, 65.68, "1024"), ("fcurnn", "fcuRNN", 1.50, 68.01, "1024"),
+       ("exprnn", "expRNN", 1.49, 68.07, "1024"), ("nnrnn", "nnRNN", 1.47, 68.78, "1024"),
+       ("lvf", "lvfRNN", 1.43, 69.0, "1400"))
+
+_T2 = (("eurnn", "euRNN", 16.0, 15.15, "378"), ("fcurnn", "fcuRNN", 14.96, 14.69, "256"),
+       ("scornn", "scoRNN", 7.97, 7.36, "425"), ("exprnn", "expRNN", 5.52, 5.48, "425"),
+       ("lvf", "lvfRNN", 6.46, 6.15, "510"))
+
+_T3 = (("rnn", "RNN", 8.77, 6.39), ("urnn", "uRNN", 8.71, 6.61), ("eurnn", "euRNN", 8.65, 6.52),
+       ("fcurnn", "fcuRNN", 8.69, 6.66), ("exprnn", "expRNN", 8.53, 6.53),
+       ("nnrnn", "nnRNN", 8.84, 6.2), ("lvf", "lvfRNN", 8.36, 6.19))
+
+_T4 = (("rnn", "RNN", 9.5e-2, 16.0, "19k"), ("urnn", "uRNN", 3.5e-3, 99.0, "6.5k"),
+       ("eurnn", "euRNN", 2.1e-3, 99.0, "18.9k"), ("fcurnn", "fcuRNN", 1.6e-3, 99.0, "10.6k"),
+       ("exprnn", "expRNN", 3.5e-6, 100.0, "10.6k"), ("nnrnn", "nnRNN", 3e-4, 100.0, "43.6k"),
+       ("lvf", "lvfRNN", 2.1e-2, 95.0, "11k"))
+
+
+def _t1_row(preset, name, bpc, acc, hidden):
+  overrides = {"model.hidden": 1024} if preset in ("rnn", "exprnn") else {}
+  return Row(id=f"ptb-{preset}", task="PTB-char T=150", model=name,
+             paper={"test_bpc": bpc, "test_accuracy": acc}, config=f"ptb_char.py:{preset}",
+             overrides=overrides, paper_params=f"n={hidden}", note=PTB_NOTE, **PTB_BUDGET)
+
+
+def _t2_row(preset, name, val, test, kappa):
+  return Row(id=f"timit-{preset}", task="TIMIT", model=name,
+             paper={"val_loss": val, "test_loss": test}, config=f"timit.py:{preset}",
+             paper_params=f"~200k (n={kappa})",
+             blocker="no data: TIMIT is licensed (LDC); configs/fsdd.py runs the same "
+                     "pipeline on the free FSDD corpus")
+
+
+def _t3_rows(preset, name, jsb, muse):
+  return (Row(id=f"jsb-{preset}", task="JSB", model=name, paper={"test_loss": jsb},
+              config=f"jsb.py:{preset}", paper_params="~350k", steps=JSB_STEPS,
+              seeds=3 if preset == "lvf" else 1),
+          Row(id=f"musedata-{preset}", task="MuseData", model=name, paper={"test_loss": muse},
+              config=f"musedata.py:{preset}", paper_params="~350k", steps=MUSE_STEPS))
+
+
+def _t4_row(preset, name, ce, acc, params):
+  return Row(id=f"copy-{preset}", task="copy T=200", model=name,
+             paper={"test_loss": ce, "test_accuracy": acc}, config=f"copy.py:{preset}",
+             paper_params=params, seeds=3 if preset == "lvf" else 1,
+             steps=20000 if preset == "lvf" else 10000)
+
+
+TABLES = {
+    "t1": Table("lvf", "1", "PTB character level, T = 150, 1024 hidden units: test BPC and "
+                "accuracy.", CITATION, tuple(_t1_row(*r) for r in _T1)),
+    "t2": Table("lvf", "2", "TIMIT speech frame prediction, about 200k parameters: "
+                "validation and test MSE.", CITATION, tuple(_t2_row(*r) for r in _T2)),
+    "t3": Table("lvf", "3", "Polyphonic music, about 350k parameters: test negative "
+                "log-likelihood per frame.", CITATION,
+                tuple(r for spec in _T3 for r in _t3_rows(*spec))),
+    "t4": Table("lvf", "4", "Copy task T = 200, K = 10, 128 hidden units: test cross "
+                "entropy and accuracy of the copied symbols.", CITATION,
+                tuple(_t4_row(*r) for r in _T4)),
+}

@@ -1,0 +1,178 @@
+"""Released weights: trained models of the reproduced table rows.
+
+Each released model is a directory ``lvf_jax/zoo/models/<name>/`` with
+
+* ``config.json``: the full training config (``ml_collections``, as the run wrote it);
+* ``variables.msgpack``: the Flax variables of the best validation step (``params`` and any
+  non-trainable collection), in Flax's msgpack serialisation;
+* ``card.json`` / ``README.md``: the model card: paper, table and row, data, the metric of
+  the run and the paper's value, the command and commit that trained it, and ``check``: the
+  metric re-measured on a fixed evaluation slice (``check.overrides`` applied to the config,
+  ``check.split``), which :func:`evaluate` recomputes.
+
+Example::
+
+  from lvf_jax import zoo
+  model, variables, config = zoo.load("lvf-t4-copy-lvf")
+  print(zoo.card("lvf-t4-copy-lvf")["result"])
+  print(zoo.evaluate("lvf-t4-copy-lvf"))   # {'loss': ..., 'accuracy': ...}
+
+Real-data models read their data from ``$LVF_JAX_DATA_DIR`` like every pipeline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Any, Optional
+
+import flax
+import jax
+import ml_collections
+
+MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
+CONFIG, VARIABLES, CARD, README = "config.json", "variables.msgpack", "card.json", "README.md"
+
+
+def names() -> list[str]:
+  """The released models, sorted."""
+  if not os.path.isdir(MODELS_DIR):
+    return []
+  return sorted(d for d in os.listdir(MODELS_DIR)
+                if os.path.exists(os.path.join(MODELS_DIR, d, CARD)))
+
+
+def _dir(name: str) -> str:
+  available = names()
+  if name not in available:
+    raise ValueError(f"lvf_jax.zoo: unknown model {name!r}; released models are {available}.")
+  return os.path.join(MODELS_DIR, name)
+
+
+def card(name: str) -> dict[str, Any]:
+  """The model card of ``name`` (a dict; see the module docstring)."""
+  with open(os.path.join(_dir(name), CARD)) as f:
+    return json.load(f)
+
+
+def config(name: str) -> ml_collections.ConfigDict:
+  """The training config of ``name``."""
+  with open(os.path.join(_dir(name), CONFIG)) as f:
+    return ml_collections.ConfigDict(json.load(f))
+
+
+def _variables(path: str) -> dict:
+  with open(path, "rb") as f:
+    return flax.serialization.msgpack_restore(f.read())
+
+
+def load(name: str):
+  """``(model, variables, config)`` of a released model.
+
+  ``model.apply(variables, inputs)`` runs it (``inputs`` of shape ``(batch, time,
+  features)``; task-specific extras such as sequence lengths as in
+  :mod:`lvf_jax.train.pipelines`).
+  """
+  from lvf_jax.train import builders  # pylint: disable=g-import-not-at-top
+  c = config(name)
+  pipeline = builders.build_pipeline(c)
+  model = pipeline.build_model(c)
+  variables = _variables(os.path.join(_dir(name), VARIABLES))
+  return model, variables, c
+
+
+def _evaluate_config(c: ml_collections.ConfigDict, variables: dict, split: str) -> dict:
+  from lvf_jax.train import builders, loop  # pylint: disable=g-import-not-at-top
+  pipeline = builders.build_pipeline(c)
+  model = pipeline.build_model(c)
+  eval_step = jax.jit(loop.make_eval_step(model, pipeline))
+  params = variables["params"]
+  extras = {k: v for k, v in variables.items() if k != "params"}
+  return loop.evaluate(eval_step, pipeline, params, extras, split)
+
+
+def _apply_overrides(c: ml_collections.ConfigDict, overrides: dict) -> None:
+  for dotted, value in overrides.items():
+    *parents, leaf = dotted.split(".")
+    node = c
+    for key in parents:
+      node = node[key]
+    node[leaf] = value
+
+
+def evaluate(name: str, *, data_overrides: Optional[dict] = None) -> dict[str, float]:
+  """Re-measures ``name`` on the fixed evaluation slice of its card.
+
+  Args:
+    name: a released model (:func:`names`).
+    data_overrides: extra config fields for the evaluation, e.g. ``{'task.options.tfds_dir':
+      '/tmp/tfds'}`` (where to prepare the data).
+
+  Returns:
+    the metrics (``loss`` and the task's others) of the card's ``check.split`` after the
+    card's ``check.overrides``.
+  """
+  info = card(name)["check"]
+  c = config(name)
+  _apply_overrides(c, {**info["overrides"], **(data_overrides or {})})
+  return _evaluate_config(c, _variables(os.path.join(_dir(name), VARIABLES)), info["split"])
+
+
+def _card_markdown(info: dict) -> str:
+  r = info["result"]
+  lines = [f"# {info['name']}", "",
+           f"{info['model']} on {info['task']}: {info['paper_citation']}, Table "
+           f"{info['table_number']}.", "",
+           "| | value |", "|---|---|",
+           *[f"| {k} (paper) | {v} |" for k, v in info["paper"].items()],
+           *[f"| {k} (this model) | {v:.6g} |" for k, v in r["metrics"].items()
+             if k in info["paper"]],
+           f"| parameters | {r['parameters']} |",
+           f"| steps | {r['steps']} (best validation at {r['best_validation_step']}) |",
+           f"| config | `{info['config']}` |",
+           f"| data | {info['data']} |",
+           f"| command | `{r['command']}` |",
+           f"| commit | {r['commit']} |",
+           f"| machine | {r['machine']} |",
+           f"| date | {r['date']} |", "",
+           f"Check: on `{info['check']['split']}` with `{info['check']['overrides']}` the "
+           f"model scores `{info['check']['metrics']}` (recomputed by "
+           f"`lvf_jax.zoo.evaluate('{info['name']}')`).", ""]
+  return "\n".join(lines)
+
+
+def release(name: str, run_dir: str, *, info: dict, check_overrides: dict,
+            check_split: str = "test", models_dir: Optional[str] = None) -> str:
+  """Copies the best variables of the run in ``run_dir`` into the zoo as ``name``.
+
+  Args:
+    name: the released name (``<table>-<row>``).
+    run_dir: a training workdir with ``config.json`` and ``best_variables.msgpack``.
+    info: card fields (``model``, ``task``, ``paper``, ``paper_citation``,
+      ``table_number``, ``config``, ``data``, ``result``: the harness's result dict).
+    check_overrides: config fields of the fixed evaluation slice.
+    check_split: its split.
+    models_dir: where to write (default: the package's ``models/``).
+
+  Returns:
+    the model's directory.
+  """
+  from lvf_jax.train import loop  # pylint: disable=g-import-not-at-top
+  src = os.path.join(run_dir, loop.BEST_VARIABLES)
+  if not os.path.exists(src):
+    raise ValueError(f"lvf_jax.zoo.release: {run_dir} has no {loop.BEST_VARIABLES}.")
+  out = os.path.join(models_dir or MODELS_DIR, name)
+  os.makedirs(out, exist_ok=True)
+  shutil.copyfile(os.path.join(run_dir, "config.json"), os.path.join(out, CONFIG))
+  shutil.copyfile(src, os.path.join(out, VARIABLES))
+  c = ml_collections.ConfigDict(json.load(open(os.path.join(out, CONFIG))))
+  _apply_overrides(c, check_overrides)
+  metrics = _evaluate_config(c, _variables(os.path.join(out, VARIABLES)), check_split)
+  full = {"name": name, **info, "check": {"split": check_split, "overrides": check_overrides,
+                                          "metrics": metrics}}
+  with open(os.path.join(out, CARD), "w") as f:
+    json.dump(full, f, indent=2)
+  with open(os.path.join(out, README), "w") as f:
+    f.write(_card_markdown(full))
+  return out
