@@ -190,14 +190,21 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
   os.makedirs(run_dir, exist_ok=True)
   log(f"reproduce: {table.id}/{row.id} seed {seed}: {c.train.steps} steps in {run_dir}")
   t0 = time.time()
-  summary = train.train_and_evaluate(c, run_dir)
+  try:
+    summary = train.train_and_evaluate(c, run_dir)
+  except train.NonFiniteLossError as e:
+    log(f"reproduce: {table.id}/{row.id} seed {seed}: {e}")
+    summary = {"steps": int(c.train.steps), "parameters": None, "best_validation_step": None,
+               "baseline_loss": None, "diverged_at": e.step}
   elapsed = time.time() - t0
   previous = 0.0 if done is None else float(done.get("wall_seconds", 0.0))
+  diverged = summary.get("diverged_at")
   result = {
       "table": table.id, "row": row.id, "seed": seed, "train_seed": int(c.train.seed),
       "config": row.config, "overrides": row.overrides,
       "steps": int(summary["steps"]), "paper_steps": row.steps,
-      "parameters": summary["parameters"], "metrics": metrics_of_run(run_dir),
+      "parameters": summary["parameters"],
+      "metrics": {} if diverged else metrics_of_run(run_dir), "diverged_at": diverged,
       "best_validation_step": summary["best_validation_step"],
       "baseline_loss": summary["baseline_loss"],
       "wall_seconds": round(previous + elapsed, 1) if summary.get("resumed_from") else
@@ -263,6 +270,8 @@ def verdict(paper: dict, results: list[dict]) -> str:
   """``'meets'`` when the mean of every paper metric is at least as good, else ``'misses'``."""
   if not results:
     return ""
+  if any(r.get("diverged_at") for r in results):
+    return "misses"
   ok = True
   for metric, value in paper.items():
     ours = [r["metrics"].get(metric) for r in results]
@@ -274,7 +283,8 @@ def verdict(paper: dict, results: list[dict]) -> str:
 
 
 def _params(results: list[dict]) -> str:
-  return str(results[0]["parameters"]) if results else ""
+  counts = [r["parameters"] for r in results if r.get("parameters")]
+  return str(counts[0]) if counts else ""
 
 
 def _steps(row: Row, results: list[dict]) -> str:
@@ -305,6 +315,11 @@ def table_markdown(table: Table, workdir: str, figure: Optional[str] = None) -> 
       note = f"**not run: {row.blocker}**" + (f" {note}" if note else "")
     elif not results:
       note = "**not run yet**" + (f" {note}" if note else "")
+    diverged = [r for r in results if r.get("diverged_at")]
+    if diverged:
+      steps_at = ", ".join(str(r["diverged_at"]) for r in diverged)
+      note = (f"**non-finite loss in {len(diverged)} of {len(results)} seeds (at step "
+              f"{steps_at})**" + (f" {note}" if note else ""))
     wall = f"{sum(r['wall_seconds'] for r in results) / len(results) / 60:.1f} min" \
         if results else ""
     for i, (metric, value) in enumerate(list(row.paper.items()) or [("", None)]):
