@@ -15,7 +15,7 @@ PRESETS = {
     "lstm": dict(hidden=68, optim=ADAM),
     "gru": dict(hidden=70, optim=ADAM),
     "scornn": dict(hidden=190, cell=dict(rho=95), optim=ADAM),
-    "ncgru": dict(hidden=80, cell=dict(rho=43, orthogonal_param="matrix"),
+    "ncgru": dict(hidden=80, cell=dict(rho=43, orthogonal_param="matrix", orthogonal_reset=False),
                   optim=dict(ADAM, orthogonal_method="neumann_cayley", rho=43, reset_every=50)),
     "lvf": dict(hidden=128, cell=dict(integrator="midpoint", tau=1.0, activation="tanh"),
                 optim=ADAM),

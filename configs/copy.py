@@ -47,7 +47,7 @@ PRESETS = {
                                        rmsprop_decay=0.9)),
     "scornn": dict(hidden=190, cell=dict(rho=95),
                    optim=dict(optimizer="adam", learning_rate=1e-3, lr_orth=1e-4)),
-    "ncgru": dict(hidden=96, cell=dict(rho=80, orthogonal_param="matrix"),
+    "ncgru": dict(hidden=96, cell=dict(rho=80, orthogonal_param="matrix", orthogonal_reset=False),
                   optim=dict(optimizer="adam", learning_rate=1e-3, lr_orth=1e-4,
                              orthogonal_method="neumann_cayley", rho=80, reset_every=20)),
     "gru": dict(hidden=78, optim=dict(optimizer="adam", learning_rate=1e-3)),

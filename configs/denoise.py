@@ -10,7 +10,7 @@ from lvf_jax.train.config import make_config, select
 ADAM = dict(optimizer="adam", learning_rate=1e-3, lr_orth=1e-3)
 
 PRESETS = {
-    "ncgru": dict(hidden=118, cell=dict(rho=50, orthogonal_param="matrix"),
+    "ncgru": dict(hidden=118, cell=dict(rho=50, orthogonal_param="matrix", orthogonal_reset=False),
                   optim=dict(ADAM, orthogonal_method="neumann_cayley", rho=50, reset_every=50)),
     "lstm": dict(hidden=90, optim=ADAM),
     "gru": dict(hidden=100, optim=ADAM),

@@ -4,6 +4,7 @@
     python -m experiments.reproduce lvf-t4                  # run a table (resumes)
     python -m experiments.reproduce lvf-t3 --rows jsb-lvf   # a selection of rows
     python -m experiments.reproduce lvf-t3 --report-only    # rewrite the page only
+    python -m experiments.reproduce lvf-t4 --rows copy-lvf --report-only --release
 
 Runs go to ``--workdir`` (default ``runs/reproduce``), one directory per table, row and
 seed; finished seeds are skipped and unfinished ones resume from their last checkpoint.
@@ -41,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument("--include-blocked", action="store_true",
                  help="also run rows marked as blocked by their budget (not missing data)")
   p.add_argument("--list", action="store_true", help="list tables and rows, run nothing")
+  p.add_argument("--release", action="store_true",
+                 help="copy the selected rows that meet the paper into lvf_jax/zoo (the seed "
+                      "with the best validation loss)")
   return p
 
 
@@ -84,6 +88,11 @@ def main(argv=None) -> int:
                           smoke=args.smoke)
     path = harness.write_table(table, args.workdir, args.out)
     print(f"reproduce: wrote {path}")
+    if args.release:
+      for row in selected:
+        print(f"reproduce: release {table.id}/{row.id}: "
+              f"{harness.release_row(table, row, args.workdir)}")
+  print(f"reproduce: wrote {harness.write_index(rows.tables(), args.workdir, args.out)}")
   return 0
 
 

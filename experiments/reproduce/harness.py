@@ -204,6 +204,7 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
       "config": row.config, "overrides": row.overrides,
       "steps": int(summary["steps"]), "paper_steps": row.steps,
       "parameters": summary["parameters"],
+      "effective_parameters": summary.get("effective_parameters"),
       "metrics": {} if diverged else metrics_of_run(run_dir), "diverged_at": diverged,
       "best_validation_step": summary["best_validation_step"],
       "baseline_loss": summary["baseline_loss"],
@@ -283,8 +284,12 @@ def verdict(paper: dict, results: list[dict]) -> str:
 
 
 def _params(results: list[dict]) -> str:
-  counts = [r["parameters"] for r in results if r.get("parameters")]
-  return str(counts[0]) if counts else ""
+  """The run's parameter count, with the papers' effective count where it differs."""
+  counts = [r for r in results if r.get("parameters")]
+  if not counts:
+    return ""
+  raw, eff = counts[0]["parameters"], counts[0].get("effective_parameters")
+  return f"{raw} ({eff} effective)" if eff and eff != raw else str(raw)
 
 
 def _steps(row: Row, results: list[dict]) -> str:
@@ -322,7 +327,10 @@ def table_markdown(table: Table, workdir: str, figure: Optional[str] = None) -> 
               f"{steps_at})**" + (f" {note}" if note else ""))
     wall = f"{sum(r['wall_seconds'] for r in results) / len(results) / 60:.1f} min" \
         if results else ""
-    for i, (metric, value) in enumerate(list(row.paper.items()) or [("", None)]):
+    shown = list(row.paper.items()) or [("", None)]
+    if set(row.paper) & {"min_train_loss", "val_loss"} and "test_loss" not in row.paper:
+      shown.append(("test_loss", None))  # the paper's minimum loss and our test figure
+    for i, (metric, value) in enumerate(shown):
       ours = summarize([r["metrics"][metric] for r in results if metric in r["metrics"]],
                        metric)
       first = i == 0
@@ -387,3 +395,61 @@ def write_table(table: Table, workdir: str, out_dir: str) -> str:
   with open(path, "w") as f:
     f.write(table_markdown(table, workdir, figure))
   return path
+
+
+def write_index(tables: dict, workdir: str, out_dir: str) -> str:
+  """Writes ``<out_dir>/README.md``: every table with its counts of rows run, meeting the
+  paper, not yet run and not runnable here."""
+  lines = ["# Reproduction of the papers' tables", "",
+           "One page per table of the four source papers. Every numeric cell of a table is a "
+           "row (`experiments/reproduce/tables/`) with the config that runs it; a page shows "
+           "the paper's value next to ours, or why a row cannot run here. Regenerate with "
+           "`python -m experiments.reproduce all --report-only`; run a table with "
+           "`python -m experiments.reproduce <table>` (resumable).", "",
+           "| table | paper | rows | run | meet the paper | not run yet | cannot run here |",
+           "|---|---|---|---|---|---|---|"]
+  for t in tables.values():
+    ran = meets = blocked = 0
+    for r in t.rows:
+      results = [x for x in results_of_row(t, r, workdir) if not x.get("smoke")]
+      if results:
+        ran += 1
+        meets += verdict(r.paper, results) == "meets"
+      elif r.blocker:
+        blocked += 1
+    lines.append(f"| [{t.id}]({t.id}.md) Table {t.number} | {t.citation} | {len(t.rows)} | "
+                 f"{ran} | {meets} | {len(t.rows) - ran - blocked} | {blocked} |")
+  os.makedirs(out_dir, exist_ok=True)
+  path = os.path.join(out_dir, "README.md")
+  with open(path, "w") as f:
+    f.write("\n".join(lines) + "\n")
+  return path
+
+
+DATA = {"copy": "synthetic (drawn from the seed)", "adding": "synthetic (drawn from the seed)",
+        "denoise": "synthetic (drawn from the seed)",
+        "parenthesis": "synthetic (drawn from the seed)"}
+
+
+def release_row(table: Table, row: Row, workdir: str) -> str:
+  """Releases ``row`` into ``lvf_jax.zoo`` when its runs meet the paper; says what it did.
+
+  The released seed is the one with the best validation loss; its card's check is the
+  whole test split of the config (the fixed evaluation set of a synthetic task).
+  """
+  from lvf_jax import zoo  # pylint: disable=g-import-not-at-top
+  results = [r for r in results_of_row(table, row, workdir) if not r.get("smoke")]
+  status = verdict(row.paper, results)
+  if status != "meets":
+    return f"not released ({'no runs' if not results else 'does not meet the paper'})"
+  best = min(results, key=lambda r: r["metrics"].get("val_loss", math.inf))
+  run_dir = os.path.join(workdir, table.id, row.id, f"seed{best['seed']}")
+  task = row_config(row).task
+  data = DATA.get(task.name, f"{task.name} (read from $LVF_JAX_DATA_DIR)")
+  out = zoo.release(
+      f"{table.id}-{row.id}", run_dir,
+      info=dict(model=row.model, task=row.task, paper=row.paper, paper_citation=table.citation,
+                table=table.id, table_number=table.number, row=row.id, config=row.config,
+                data=data, result=best),
+      check_overrides={}, check_split="test")
+  return f"released seed {best['seed']} to {out}"

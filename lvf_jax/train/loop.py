@@ -287,6 +287,7 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
       "model": config.model.name,
       "task": pipeline.describe(),
       "parameters": n_params,
+      "effective_parameters": models.count_params(state.params, effective=True),
       "steps": step,
       "resumed_from": resumed_from,
       "seconds": round(elapsed, 2),
