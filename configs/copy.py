@@ -34,7 +34,7 @@ PRESETS = {
                                       divergence_free=True),
                 optim=dict(optimizer="adam", learning_rate=3e-4, lr_vector_field=3e-4),
                 steps=20000),
-    "lvf_literal": dict(hidden=128, cell=dict(integrator="midpoint", tau=15.0,
+    "lvf_literal": dict(model="lvf", hidden=128, cell=dict(integrator="midpoint", tau=15.0,
                                               activation="modrelu"),
                         optim=dict(optimizer="adam", learning_rate=1e-4, lr_vector_field=1e-4)),
     "exprnn": dict(hidden=128, cell=dict(orthogonal_init="henaff"),
@@ -67,5 +67,5 @@ PRESETS = {
 def get_config(model: str = "exprnn"):
   p = select(PRESETS, model, "configs/copy.py")
   batch = 10 if model in ("exprnn", "nnrnn", "lstm", "rnn_orth", "rnn") else 50
-  return make_config("copy", {"T": T}, model, p["hidden"], cell=p.get("cell"),
+  return make_config("copy", {"T": T}, p.get("model", model), p["hidden"], cell=p.get("cell"),
                      optim=p["optim"], train=dict(steps=p.get("steps", 10000), batch_size=batch))

@@ -49,7 +49,7 @@ def presets(num_train, lvf_lr=1.5e-3, lvf_clip=15.0, lvf_dropout=0.3, lvf_tau=1.
                lr_decay_steps=decay_every_epochs * (num_train // batch))
   p = {name: default_preset(name, n, learning_rate=1e-3, clip_norm=lvf_clip, **decay)
        for name, n in MATCHED.items()}
-  literal = dict(hidden=300, num_layers=3, dropout=lvf_dropout,
+  literal = dict(model="lvf", hidden=300, num_layers=3, dropout=lvf_dropout,
                  cell=dict(integrator="euler", tau=lvf_tau, activation="tanh",
                            div_penalty=0.0),
                  optim=dict(optimizer="adam", learning_rate=lvf_lr, clip_norm=lvf_clip,

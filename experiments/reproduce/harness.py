@@ -86,14 +86,10 @@ SMOKE_DATA = {"max_train_examples": 8, "max_eval_examples": 4, "max_train_tokens
               "max_eval_tokens": 200, "max_len": 24}
 
 
-def shrink_for_smoke(c, *, steps: int = 2) -> None:
-  """Makes ``c`` a smoke run: ``steps`` steps, tiny evaluation and data (model unchanged)."""
-  c.train.steps = steps
-  for key in ("eval_every", "checkpoint_every", "log_every"):
-    c.train[key] = steps
+def shrink_data(c) -> None:
+  """Caps ``c``'s data (training and evaluation) for a check; model and optimiser unchanged."""
   c.train.eval_size = min(int(c.train.eval_size), 8)
   c.train.eval_batch_size = min(int(c.train.eval_batch_size), 8)
-  c.train.plot = False
   options = c.task.options
   for key, value in SMOKE_DATA.items():
     if key in options:
@@ -104,6 +100,15 @@ def shrink_for_smoke(c, *, steps: int = 2) -> None:
     options.bptt = min(int(options.bptt), 16)
     c.train.batch_size = min(int(c.train.batch_size), 4)
     c.train.eval_batch_size = min(int(c.train.eval_batch_size), 4)
+
+
+def shrink_for_smoke(c, *, steps: int = 2) -> None:
+  """Makes ``c`` a smoke run: ``steps`` steps on :func:`shrink_data`'s data, no plot."""
+  c.train.steps = steps
+  for key in ("eval_every", "checkpoint_every", "log_every"):
+    c.train[key] = steps
+  c.train.plot = False
+  shrink_data(c)
 
 
 def command(table: Table, row: Row, *, steps: Optional[int] = None,

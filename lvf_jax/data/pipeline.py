@@ -248,6 +248,9 @@ class TokenStream:
     return len(self.vocab)
 
 
+_TOKENS: dict = {}
+
+
 def load(name: str, split: str, *, data_dir: Optional[paths.PathLike] = None,
          tfds_dir: Optional[paths.PathLike] = None, download: bool = False,
          prepare_if_missing: bool = True, verify_checksums: bool = True, source: str = "lvf",
@@ -311,9 +314,17 @@ def load(name: str, split: str, *, data_dir: Optional[paths.PathLike] = None,
     vocab = b.info.metadata.get("vocab") if kind == "ptb" else None
 
   if kind == "ptb":
-    recs = _get_many(data_source, range(len(data_source)))
-    tokens = np.concatenate([np.asarray(r["tokens"], np.int32) for r in recs]) if recs \
-        else np.zeros((0,), np.int32)
+    # Decoding ~42k TFDS records takes seconds; a process keeps each split's (read-only)
+    # token array, keyed by the prepared dataset's directory.
+    key = (name, split, source, str(getattr(data_source, "data_dir", "")) or
+           str(b.data_dir if source == "lvf" else tfds_dir))
+    tokens = _TOKENS.get(key)
+    if tokens is None:
+      recs = _get_many(data_source, range(len(data_source)))
+      tokens = np.concatenate([np.asarray(r["tokens"], np.int32) for r in recs]) if recs \
+          else np.zeros((0,), np.int32)
+      tokens.flags.writeable = False
+      _TOKENS[key] = tokens
     return TokenStream(name=name, split=split, tokens=tokens, vocab=list(vocab))
 
   n = len(data_source)

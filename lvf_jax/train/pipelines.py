@@ -580,6 +580,7 @@ def dataset_config(dataset: str, model: str, presets: dict, *, options: dict, tr
   """The config of ``model`` on ``dataset`` from a config file's ``presets``.
 
   ``presets[model]`` holds ``hidden`` (an int, or one size per layer), and optionally
+  ``model`` (the cell's name when the preset's name is another, e.g. ``'lvf_literal'``),
   ``num_layers``, ``dropout``, ``cell``, ``optim``, ``train`` (overriding ``train``) and
   ``options`` (overriding ``options``). Options whose value is None become typed placeholders,
   so every option can be set from the command line.
@@ -593,7 +594,8 @@ def dataset_config(dataset: str, model: str, presets: dict, *, options: dict, tr
   opts = {**options, **p.get("options", {})}
   opts = {k: (ml_collections.config_dict.placeholder(_OPTION_TYPES.get(k, int))
               if v is None else v) for k, v in opts.items()}
-  c = make_config(dataset, opts, model, hidden[0] if layered else hidden, cell=p.get("cell"),
+  c = make_config(dataset, opts, p.get("model", model), hidden[0] if layered else hidden,
+                  cell=p.get("cell"),
                   optim=p.get("optim"), train={**train, **p.get("train", {})},
                   num_layers=num_layers, dropout=float(p.get("dropout", 0.0)))
   if layered:  # one hidden size per layer (ConfigDict fields keep their type: replace it)
