@@ -29,6 +29,8 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument("--rows", default="", help="comma-separated row ids (default: every row)")
   p.add_argument("--seeds", type=int, default=0,
                  help="seeds per row (default: the row's own count)")
+  p.add_argument("--seed", type=int, default=-1,
+                 help="run only this seed index (to run the seeds of a row in parallel)")
   p.add_argument("--steps", type=int, default=0,
                  help="optimiser steps per run (default: the row's budget); for smoke runs")
   p.add_argument("--workdir", default="",
@@ -83,7 +85,8 @@ def main(argv=None) -> int:
         if not runnable:
           print(f"reproduce: {table.id}/{row.id}: not run ({row.blocker})")
           continue
-        for seed in range(args.seeds or row.seeds):
+        seeds = [args.seed] if args.seed >= 0 else range(args.seeds or row.seeds)
+        for seed in seeds:
           harness.run_row(table, row, args.workdir, seed=seed, steps=args.steps or None,
                           smoke=args.smoke)
     path = harness.write_table(table, args.workdir, args.out)

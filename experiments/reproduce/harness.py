@@ -193,6 +193,10 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
     log(f"reproduce: {table.id}/{row.id} seed {seed}: done ({done['steps']} steps), skipped")
     return done
   os.makedirs(run_dir, exist_ok=True)
+  holder = _lock(run_dir)
+  if holder is not None:
+    log(f"reproduce: {table.id}/{row.id} seed {seed}: being run by process {holder}, skipped")
+    return {}
   log(f"reproduce: {table.id}/{row.id} seed {seed}: {c.train.steps} steps in {run_dir}")
   t0 = time.time()
   try:
@@ -201,6 +205,8 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
     log(f"reproduce: {table.id}/{row.id} seed {seed}: {e}")
     summary = {"steps": int(c.train.steps), "parameters": None, "best_validation_step": None,
                "baseline_loss": None, "diverged_at": e.step}
+  finally:
+    os.remove(os.path.join(run_dir, LOCK))
   elapsed = time.time() - t0
   previous = 0.0 if done is None else float(done.get("wall_seconds", 0.0))
   diverged = summary.get("diverged_at")
@@ -226,6 +232,42 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
     json.dump(result, f, indent=2)
   os.replace(tmp, os.path.join(run_dir, RESULT))
   return result
+
+
+LOCK = "running.pid"
+
+
+def _alive(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    return True
+  return True
+
+
+def _lock(run_dir: str) -> Optional[int]:
+  """Takes ``run_dir``'s lock for this process; returns the live holder's pid if another
+  process has it. A lock left by a dead process is taken over (its run resumes)."""
+  path = os.path.join(run_dir, LOCK)
+  for _ in range(2):
+    try:
+      fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+      try:
+        with open(path) as f:
+          pid = int(f.read().strip() or 0)
+      except (OSError, ValueError):
+        pid = 0
+      if pid and pid != os.getpid() and _alive(pid):
+        return pid
+      os.remove(path)
+      continue
+    with os.fdopen(fd, "w") as f:
+      f.write(str(os.getpid()))
+    return None
+  return None
 
 
 def read_result(run_dir: str) -> Optional[dict]:
