@@ -252,3 +252,20 @@ def test_release_writes_a_card_whose_check_reproduces(tmp_path, monkeypatch):
   x = np.zeros((2, 30, 10), np.float32)
   assert model.apply(variables, x).shape[:2] == (2, 30)
   assert "# tiny" in (tmp_path / "zoo" / "tiny" / "README.md").read_text()
+
+
+def test_run_lock_skips_a_live_holder_and_takes_over_a_dead_one(tmp_path):
+  import subprocess
+  import sys
+  live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+  dead = subprocess.Popen([sys.executable, "-c", "pass"])
+  dead.wait()
+  try:
+    (tmp_path / harness.LOCK).write_text(str(live.pid))
+    assert harness._lock(str(tmp_path)) == live.pid  # pylint: disable=protected-access
+    (tmp_path / harness.LOCK).write_text(str(dead.pid))
+    assert harness._lock(str(tmp_path)) is None  # pylint: disable=protected-access
+    assert (tmp_path / harness.LOCK).read_text() == str(os.getpid())
+  finally:
+    live.kill()
+    live.wait()
