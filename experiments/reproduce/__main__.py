@@ -74,6 +74,7 @@ def main(argv=None) -> int:
                                   os.path.join(harness.ROOT, "runs", "reproduce"))
   args.out = args.out or (os.path.join(args.workdir, "pages") if args.smoke else
                           os.path.join(harness.ROOT, "docs", "reproduction"))
+  harness.started_at_commit()
   tables = _select(args)
   wanted = [s for s in args.rows.split(",") if s]
   for table in tables:

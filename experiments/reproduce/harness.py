@@ -122,6 +122,17 @@ def command(table: Table, row: Row, *, steps: Optional[int] = None,
   return " ".join(shlex.quote(p) for p in parts)
 
 
+_STARTED_AT_COMMIT: list = []
+
+
+def started_at_commit() -> str:
+  """:func:`git_commit` when this process first asked: the code a long-running process
+  trains with is the code it imported, not the work tree's when a run ends."""
+  if not _STARTED_AT_COMMIT:
+    _STARTED_AT_COMMIT.append(git_commit())
+  return _STARTED_AT_COMMIT[0]
+
+
 def git_commit() -> str:
   """``HEAD``'s short hash, with ``+dirty`` when the work tree has uncommitted changes."""
   try:
@@ -185,6 +196,7 @@ def metrics_of_run(workdir: str) -> dict[str, float]:
 def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
             steps: Optional[int] = None, smoke: bool = False, log=print) -> dict:
   """Trains one seed of ``row`` (resuming) and returns its result (also in ``result.json``)."""
+  commit = started_at_commit()
   from lvf_jax import train  # pylint: disable=g-import-not-at-top
   c = row_config(row, seed=seed, steps=steps, smoke=smoke)
   run_dir = os.path.join(workdir, table.id, row.id, f"seed{seed}")
@@ -222,7 +234,7 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
       "wall_seconds": round(previous + elapsed, 1) if summary.get("resumed_from") else
                       round(elapsed, 1),
       "resumed_from": summary.get("resumed_from"),
-      "machine": machine(), "commit": git_commit(),
+      "machine": machine(), "commit": commit,
       "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
       "command": command(table, row, steps=steps if steps and steps != row.steps else None),
       "smoke": smoke,
