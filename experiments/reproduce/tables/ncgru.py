@@ -103,8 +103,7 @@ T3 = Table(
          ("ncgru-ucur", "NC-GRU(U_c, U_r)", "ncgru", UR_UC, 80, (5.0, 4.93))),
         steps=20000, seeds=1,
         notes={"*": (MIN_VAL + "; the paper trains 10 epochs of a fixed 100,000-example set "
-                     "at batch 50 (20,000 steps), here every step draws fresh sequences and the "
-                     "preset's own budget is 10,000 steps")}),
+                     "at batch 50 (20,000 steps); here every step draws fresh sequences")}),
 )
 
 T4 = Table(
