@@ -273,3 +273,29 @@ def test_run_lock_skips_a_live_holder_and_takes_over_a_dead_one(tmp_path):
   finally:
     live.kill()
     live.wait()
+
+
+@pytest.mark.parametrize("spec,changed", [
+    ("copy.py", {("model", "cell", "divergence_free"), ("optim", "learning_rate"),
+                 ("optim", "lr_vector_field"), ("train", "steps")}),
+    ("jsb.py", {("optim", "lr_vector_field")}),
+    ("musedata.py", {("optim", "lr_vector_field")}),
+    ("ptb_char.py", {("optim", "lr_vector_field")}),
+])
+def test_lvf_presets_differ_from_table5_only_where_documented(spec, changed):
+  """The reproducing preset and its literal twin (lvfRNN Table 5) differ in the listed
+  fields only, and the literal twin trains the vector field at the common rate."""
+  def flat(c, prefix=()):
+    out = {}
+    for k, v in c.items():
+      if hasattr(v, "items"):
+        out.update(flat(v, prefix + (k,)))
+      else:
+        out[prefix + (k,)] = v
+    return out
+  ours = flat(harness.load_config(f"{spec}:lvf").to_dict())
+  literal = flat(harness.load_config(f"{spec}:lvf_literal").to_dict())
+  diff = {k for k in set(ours) | set(literal) if ours.get(k) != literal.get(k)}
+  assert diff == changed
+  assert literal.get(("optim", "lr_vector_field")) in (None, literal[("optim", "learning_rate")])
+  assert literal[("model", "name")] == ours[("model", "name")] == "lvf"
