@@ -386,6 +386,8 @@ def table_markdown(table: Table, workdir: str, figure: Optional[str] = None) -> 
               f"{steps_at})**" + (f" {note}" if note else ""))
     wall = f"{sum(r['wall_seconds'] for r in results) / len(results) / 60:.1f} min" \
         if results else ""
+    if any(r.get("resumed_from") for r in results):
+      wall += " (after a resume: the resumed part only)"
     shown = list(row.paper.items()) or [("", None)]
     if set(row.paper) & {"min_train_loss", "val_loss"} and "test_loss" not in row.paper:
       shown.append(("test_loss", None))  # the paper's minimum loss and our test figure
@@ -409,9 +411,8 @@ def table_markdown(table: Table, workdir: str, figure: Optional[str] = None) -> 
     lines += ["", "## Runs", "", "| row | seed | command | commit | machine | date |",
               "|---|---|---|---|---|---|", *runs]
   lines += ["", "## Commands of every row (full budget)", ""]
-  lines += [f"- `{row.id}`: `{command(table, row)}`" + (f" (config `{row.config}`)"
-                                                           if row.config else "")
-            for row in table.rows]
+  lines += [f"- `{row.id}`: `{command(table, row, steps=row.steps if row.run_steps else None)}`"
+            + (f" (config `{row.config}`)" if row.config else "") for row in table.rows]
   return "\n".join(lines) + "\n"
 
 
