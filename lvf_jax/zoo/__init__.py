@@ -128,6 +128,8 @@ def _card_markdown(info: dict) -> str:
            *[f"| {k} (paper) | {v} |" for k, v in info["paper"].items()],
            *[f"| {k} (this model) | {v:.6g} |" for k, v in r["metrics"].items()
              if k in info["paper"]],
+           f"| seed | {r.get('seed', 0)} (the run with the best validation loss among the row's "
+           f"seeds; mean and spread over seeds: `docs/reproduction/{info.get('table', '')}.md`) |",
            f"| parameters | {r['parameters']} |",
            f"| steps | {r['steps']} (best validation at {r['best_validation_step']}) |",
            f"| config | `{info['config']}` |",
