@@ -18,21 +18,15 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import json
 import os
 import platform
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 def load_config(dataset: str, model: str):
-  spec = importlib.util.spec_from_file_location(
-      f"cfg_{dataset}", os.path.join(ROOT, "configs", f"{dataset}.py"))
-  mod = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(mod)
-  return mod.get_config(model)
+  from experiments.reproduce import harness  # pylint: disable=g-import-not-at-top
+  return harness.load_config(f"{dataset}.py:{model}")
 
 
 def machine() -> str:

@@ -179,11 +179,11 @@ def test_metrics_of_run_derive_bpc_ppl_and_minimum_training_loss(tmp_path):
 
 def test_set_field_reaches_nested_fields_and_names_a_missing_one():
   c = harness.load_config("copy.py:lvf")
-  harness.set_field(c, "model.cell.divergence_free", True)
-  harness.set_field(c, "task.options.T", 50)
+  config_lib.set_field(c, "model.cell.divergence_free", True)
+  config_lib.set_field(c, "task.options.T", 50)
   assert c.model.cell.divergence_free is True and c.task.options.T == 50
   with pytest.raises(ValueError, match="no field 'nosuch'"):
-    harness.set_field(c, "nosuch.x", 1)
+    config_lib.set_field(c, "nosuch.x", 1)
   with pytest.raises(ValueError, match="<file>.py:<preset>"):
     harness.load_config("copy")
 

@@ -262,7 +262,8 @@ def _evaluated(dataset, model_name, tfds_dir, split):
   variables = builders.init_variables(model, p, jax.random.PRNGKey(3))
   state = loop.TrainState(step=0, params=variables["params"], opt_state=None, extras={},
                           carry=None, data_key=None, dropout_key=None)
-  got = loop._evaluate(jax.jit(loop.make_eval_step(model, p)), p, state, split)
+  got = loop.evaluate(jax.jit(loop.make_eval_step(model, p)), p, state.params, state.extras,
+                      split)
   return c, p, model, variables, got
 
 
@@ -369,7 +370,8 @@ def test_tbptt_carry_is_carried_and_reset(ptb_setup):
 def test_lm_eval_threads_the_carry_and_weights_tokens(ptb_setup):
   c, p, model, tx = ptb_setup
   s0 = loop.initial_state(c, model, p, tx)
-  got = loop._evaluate(jax.jit(loop.make_eval_step(model, p)), p, s0, "validation")
+  got = loop.evaluate(jax.jit(loop.make_eval_step(model, p)), p, s0.params, s0.extras,
+                      "validation")
   chunks = list(p.eval_batches("validation"))  # 60 targets in 4 rows of 15: 2 chunks of 8
   assert len(chunks) == 2 and float(chunks[-1]["mask"].sum()) == 4 * 7
   whole = {k: np.concatenate([b[k] for b in chunks], axis=1) for k in ("inputs", "targets",

@@ -22,6 +22,8 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 from experiments.reproduce.rows import Row, Table
+from lvf_jax.train.config import set_field
+from lvf_jax.train.reporting import MetricWriter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULT = "result.json"
@@ -41,21 +43,6 @@ def load_config(spec: str):
       importlib.util.spec_from_file_location(f"configs_{file[:-3]}", path))
   module.__spec__.loader.exec_module(module)
   return module.get_config(preset)
-
-
-def set_field(config, dotted: str, value: Any) -> None:
-  """Sets ``config.a.b.c = value`` for ``dotted = 'a.b.c'`` (new keys allowed at the leaf)."""
-  *parents, leaf = dotted.split(".")
-  node = config
-  for i, key in enumerate(parents):
-    if key not in node:
-      raise ValueError(f"override {dotted!r}: no field {'.'.join(parents[:i + 1])!r}.")
-    node = node[key]
-  if isinstance(node, dict):
-    node[leaf] = value
-    return
-  with node.ignore_type():
-    node[leaf] = value
 
 
 def row_config(row: Row, *, seed: int = 0, steps: Optional[int] = None, smoke: bool = False):
@@ -164,11 +151,7 @@ def machine() -> str:
 
 
 def _records(workdir: str) -> list[dict]:
-  path = os.path.join(workdir, "metrics.jsonl")
-  if not os.path.exists(path):
-    return []
-  with open(path) as f:
-    return [json.loads(line) for line in f if line.strip()]
+  return MetricWriter.read(os.path.join(workdir, "metrics.jsonl"))
 
 
 def metrics_of_run(workdir: str) -> dict[str, float]:
@@ -486,11 +469,6 @@ def write_index(tables: dict, workdir: str, out_dir: str) -> str:
   return path
 
 
-DATA = {"copy": "synthetic (drawn from the seed)", "adding": "synthetic (drawn from the seed)",
-        "denoise": "synthetic (drawn from the seed)",
-        "parenthesis": "synthetic (drawn from the seed)"}
-
-
 def release_row(table: Table, row: Row, workdir: str) -> str:
   """Releases ``row`` into ``lvf_jax.zoo`` when its runs meet the paper; says what it did.
 
@@ -504,8 +482,10 @@ def release_row(table: Table, row: Row, workdir: str) -> str:
     return f"not released ({'no runs' if not results else 'does not meet the paper'})"
   best = min(results, key=lambda r: r["metrics"].get("val_loss", math.inf))
   run_dir = os.path.join(workdir, table.id, row.id, f"seed{best['seed']}")
-  task = row_config(row).task
-  data = DATA.get(task.name, f"{task.name} (read from $LVF_JAX_DATA_DIR)")
+  from lvf_jax.tasks import TASKS  # pylint: disable=g-import-not-at-top
+  task = row_config(row).task.name
+  data = ("synthetic (drawn from the seed)" if task in TASKS else
+          f"{task} (read from $LVF_JAX_DATA_DIR)")
   out = zoo.release(
       f"{table.id}-{row.id}", run_dir,
       info=dict(model=row.model, task=row.task, paper=row.paper, paper_citation=table.citation,

@@ -316,8 +316,7 @@ def load(name: str, split: str, *, data_dir: Optional[paths.PathLike] = None,
   if kind == "ptb":
     # Decoding ~42k TFDS records takes seconds; a process keeps each split's (read-only)
     # token array, keyed by the prepared dataset's directory.
-    key = (name, split, source, str(getattr(data_source, "data_dir", "")) or
-           str(b.data_dir if source == "lvf" else tfds_dir))
+    key = (name, split, source, str(b.data_dir if source == "lvf" else tfds_dir))
     tokens = _TOKENS.get(key)
     if tokens is None:
       recs = _get_many(data_source, range(len(data_source)))

@@ -128,6 +128,22 @@ def make_config(task: str, task_options: dict, model: str, hidden: Any, *, cell:
   return c
 
 
+def set_field(config: ml_collections.ConfigDict, dotted: str, value: Any) -> None:
+  """Sets ``config.a.b.c = value`` for ``dotted = 'a.b.c'`` (a new key is allowed at the leaf;
+  the leaf's type may change). Raises ``ValueError`` naming a missing parent field."""
+  *parents, leaf = dotted.split(".")
+  node = config
+  for i, key in enumerate(parents):
+    if key not in node:
+      raise ValueError(f"override {dotted!r}: no field {'.'.join(parents[:i + 1])!r}.")
+    node = node[key]
+  if isinstance(node, dict):
+    node[leaf] = value
+    return
+  with node.ignore_type():
+    node[leaf] = value
+
+
 def select(presets: dict, model: str, where: str) -> dict:
   """``presets[model]``, or a ``ValueError`` listing the valid model names of ``where``."""
   if model not in presets:

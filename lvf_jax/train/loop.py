@@ -182,10 +182,6 @@ def evaluate(eval_step, pipeline, params: Any, extras: Any, split: str) -> dict[
   return pipeline.summarize(_mean_records(records))
 
 
-def _evaluate(eval_step, pipeline, state: TrainState, split: str) -> dict[str, float]:
-  return evaluate(eval_step, pipeline, state.params, state.extras, split)
-
-
 def initial_state(config, model, pipeline, tx) -> TrainState:
   init_key, data_key, dropout_key = jax.random.split(jax.random.PRNGKey(config.train.seed), 3)
   variables = builders.init_variables(model, pipeline, init_key)
@@ -265,9 +261,11 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
                         step - (step // int(t.log_every)) * int(t.log_every),
                         loss=rec["loss"], **({"acc": rec["accuracy"]} if "accuracy" in rec else {}))
       if step % int(t.eval_every) == 0 or step == int(t.steps):
-        val = writer.write(step, "validation", _evaluate(eval_step, pipeline, state, "validation"))
+        val = writer.write(step, "validation",
+                           evaluate(eval_step, pipeline, state.params, state.extras, "validation"))
         if val["loss"] < best["loss"]:
-          test = writer.write(step, "test", _evaluate(eval_step, pipeline, state, "test"))
+          test = writer.write(step, "test",
+                              evaluate(eval_step, pipeline, state.params, state.extras, "test"))
           best.update(loss=val["loss"], step=step,
                       test={k: v for k, v in test.items() if k not in ("step", "split")})
           save_best_variables(workdir, step, state.params, state.extras,

@@ -56,10 +56,14 @@ def card(name: str) -> dict[str, Any]:
     return json.load(f)
 
 
+def _read_config(path: str) -> ml_collections.ConfigDict:
+  with open(path) as f:
+    return ml_collections.ConfigDict(json.load(f))
+
+
 def config(name: str) -> ml_collections.ConfigDict:
   """The training config of ``name``."""
-  with open(os.path.join(_dir(name), CONFIG)) as f:
-    return ml_collections.ConfigDict(json.load(f))
+  return _read_config(os.path.join(_dir(name), CONFIG))
 
 
 def _variables(path: str) -> dict:
@@ -82,6 +86,12 @@ def load(name: str):
   return model, variables, c
 
 
+def _set_fields(c: ml_collections.ConfigDict, overrides: dict) -> None:
+  from lvf_jax.train.config import set_field  # pylint: disable=g-import-not-at-top
+  for dotted, value in overrides.items():
+    set_field(c, dotted, value)
+
+
 def _evaluate_config(c: ml_collections.ConfigDict, variables: dict, split: str) -> dict:
   from lvf_jax.train import builders, loop  # pylint: disable=g-import-not-at-top
   pipeline = builders.build_pipeline(c)
@@ -90,15 +100,6 @@ def _evaluate_config(c: ml_collections.ConfigDict, variables: dict, split: str) 
   params = variables["params"]
   extras = {k: v for k, v in variables.items() if k != "params"}
   return loop.evaluate(eval_step, pipeline, params, extras, split)
-
-
-def _apply_overrides(c: ml_collections.ConfigDict, overrides: dict) -> None:
-  for dotted, value in overrides.items():
-    *parents, leaf = dotted.split(".")
-    node = c
-    for key in parents:
-      node = node[key]
-    node[leaf] = value
 
 
 def evaluate(name: str, *, data_overrides: Optional[dict] = None) -> dict[str, float]:
@@ -115,7 +116,7 @@ def evaluate(name: str, *, data_overrides: Optional[dict] = None) -> dict[str, f
   """
   info = card(name)["check"]
   c = config(name)
-  _apply_overrides(c, {**info["overrides"], **(data_overrides or {})})
+  _set_fields(c, {**info["overrides"], **(data_overrides or {})})
   return _evaluate_config(c, _variables(os.path.join(_dir(name), VARIABLES)), info["split"])
 
 
@@ -168,8 +169,8 @@ def release(name: str, run_dir: str, *, info: dict, check_overrides: dict,
   os.makedirs(out, exist_ok=True)
   shutil.copyfile(os.path.join(run_dir, "config.json"), os.path.join(out, CONFIG))
   shutil.copyfile(src, os.path.join(out, VARIABLES))
-  c = ml_collections.ConfigDict(json.load(open(os.path.join(out, CONFIG))))
-  _apply_overrides(c, check_overrides)
+  c = _read_config(os.path.join(out, CONFIG))
+  _set_fields(c, check_overrides)
   metrics = _evaluate_config(c, _variables(os.path.join(out, VARIABLES)), check_split)
   full = {"name": name, **info, "check": {"split": check_split, "overrides": check_overrides,
                                           "metrics": metrics}}
