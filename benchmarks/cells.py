@@ -5,7 +5,7 @@ One iteration = forward + backward + an SGD update of all parameters on a random
 
 * in :class:`lvf_jax.layers.Recurrent` (``prepare`` once per sequence, hoisted input
   projection, ``jax.lax.scan`` of the pure step; with ``--fused`` the hand-written-VJP
-  scans of :mod:`lvf_jax.layers.fused` for the cells they cover) -- column ``layer``;
+  scans of :mod:`lvf_jax.recurrences` for the cells they cover) -- column ``layer``;
 * inside :class:`flax.linen.RNN` (the cell's ``__call__`` per step, i.e. the recurrent
   matrix recomputed every step) -- column ``nn.RNN``;
 
@@ -45,7 +45,7 @@ power of 2) and ``lvf_exp`` (the lvfRNN's ``exp`` integrator). Default grid: hid
 ``n`` in {128, 256, 512}, ``T`` in {200, 1000}, batch in {10, 128} (slow on a CPU:
 restrict it with the flags). Run as a script it sets
 ``OPENBLAS_NUM_THREADS=1`` unless already set (LAPACK solves otherwise contend with XLA's
-threads, see docs/RESULTS.md, issue 7). Example::
+threads, see docs/RESULTS.md, 'Performance notes'). Example::
 
     python benchmarks/cells.py --n 64 --T 50 --batch 10 --repeats 5 --fused --explain
 """
@@ -150,7 +150,7 @@ def product_floor(n: int, steps: int, batch: int, k: int):
 
   Forward ``h <- sum_j (h W)_j`` (one ``(B, n) x (n, k n)`` product per step), backward
   ``c <- tile(c) W^T`` (one ``(B, k n) x (k n, n)`` product per step), then one
-  ``(n, T B) x (T B, k n)`` weight-gradient product: the FLOP floor of issue 7 for ``k``
+  ``(n, T B) x (T B, k n)`` weight-gradient product: the FLOP floor for ``k``
   recurrent kernels.
   """
   w = jax.random.normal(jax.random.key(0), (n, k * n), jnp.float32) / (k * n) ** 0.5
@@ -335,7 +335,8 @@ def _write(path, argv, args, header, rows, medians):
           f"interleaved jitted training iterations (forward + backward + SGD), input size "
           f"{args.input_size}, fused={args.fused}, input_projection="
           f"{args.input_projection}; ratios use medians.\n"
-          f"Command: python benchmarks/cells.py {' '.join(argv if argv is not None else sys.argv[1:])}\n\n")
+          "Command: python benchmarks/cells.py "
+          f"{' '.join(argv if argv is not None else sys.argv[1:])}\n\n")
   with open(path, "w") as f:
     f.write(meta + header + "\n" + "\n".join(rows) + "\n\n" + summary(medians))
 

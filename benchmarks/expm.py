@@ -6,7 +6,8 @@ scaled to a given 1-norm, or the expRNN cell's initial skew matrix), times ``jax
 sequence) and reports:
 
 * ``ms``: median wall time of a call (interleaved repetitions, :mod:`timing`);
-* ``faults``: minor page faults per call (fresh ``mmap`` pages, see ``page_faults.py``);
+* ``faults``: minor page faults per call (fresh ``mmap`` pages, see docs/RESULTS.md, 'Performance
+notes');
 * ``temp MiB``: the compiled gradient's temporary buffer (XLA memory analysis) -- above
   glibc's 32 MiB mmap threshold a buffer is mapped, and its pages faulted in, every call;
 * ``compile s``: lowering + compiling the gradient;

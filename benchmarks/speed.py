@@ -9,7 +9,7 @@ Variants (all models: input projection -> recurrent layer -> linear readout -> s
 cross-entropy -> RMSprop; time-major data):
 
 * ``lvf_jax``   expRNN-style layer, ``K = expm(A - A^T)^T`` once per iteration,
-  :func:`lvf_jax.layers.fused.rnn_scan` (modReLU, custom VJP), input projection inside
+  :func:`lvf_jax.recurrences.rnn_scan` (modReLU, custom VJP), input projection inside
   the loop when the input is narrow (``--projection``), readout as one large product over
   all steps.
 * ``floor``     the FLOP floor: a forward scan doing only ``h <- h K`` (one ``(B, n) x
@@ -23,7 +23,7 @@ cross-entropy -> RMSprop; time-major data):
 * ``jax_plain`` straightforward JAX: the same expRNN model, ``lax.scan`` of the cell
   (input projection inside the step) and plain autodiff.
 * ``jax_tanh``  plain tanh RNN in JAX (unconstrained ``W``, ``lax.scan``, autodiff).
-* ``lvf_jax_tanh`` the tanh RNN through :func:`~lvf_jax.layers.fused.rnn_scan`.
+* ``lvf_jax_tanh`` the tanh RNN through :func:`~lvf_jax.recurrences.rnn_scan`.
 
 Diagnostics (``--diagnostics``): the measured matmul rate at the two shapes of the floor,
 ``expm`` forward+backward alone, ``lvf_jax`` with the orthogonal matrix given as an
@@ -95,7 +95,8 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
   import numpy as np
   import optax
 
-  from lvf_jax.layers import IN_LOOP_RATIO, fused
+  from lvf_jax import geometry, recurrences
+  from lvf_jax.layers import IN_LOOP_RATIO
 
   T, n, B, d, C = (setting[k] for k in ("T", "n", "B", "d_in", "classes"))
   every = setting["every_step"]
@@ -125,7 +126,7 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
 
   def orthogonal_kernel(p, method="jsl"):
     a = jnp.triu(p["skew"], 1)
-    m = fused.expm_taylor(a - a.T) if method == "taylor" else jax.scipy.linalg.expm(a - a.T)
+    m = geometry.expm_taylor(a - a.T) if method == "taylor" else jax.scipy.linalg.expm(a - a.T)
     return m.T  # row form K = M^T
 
   def modrelu(z, b):
@@ -158,9 +159,9 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
 
   def fused_scan(k, p, b, activation):
     if inloop:  # u_t = x_t W_in inside the loop: no (T, B, n) projected sequence
-      return fused.rnn_scan(k, x, h0, b, activation=activation, input_kernel=p["w_in"],
+      return recurrences.rnn_scan(k, x, h0, b, activation=activation, input_kernel=p["w_in"],
                             unroll=unroll)
-    return fused.rnn_scan(k, project(p), h0, b, activation=activation, unroll=unroll)
+    return recurrences.rnn_scan(k, project(p), h0, b, activation=activation, unroll=unroll)
 
   def loss_lvf(p, kernel=None):
     k = orthogonal_kernel(p, expm) if kernel is None else kernel
@@ -234,7 +235,7 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
   # ---- diagnostics
   def loss_hoisted(p):
     k = orthogonal_kernel(p, expm)
-    h_last, hs = fused.rnn_scan(k, project(p), h0, p["bias"], activation="modrelu",
+    h_last, hs = recurrences.rnn_scan(k, project(p), h0, p["bias"], activation="modrelu",
                                 unroll=unroll)
     return readout_loss(p, hs, h_last)
 
@@ -436,7 +437,7 @@ def main(argv=None):
   p.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
   p.add_argument("--unroll", type=int, default=1)
   p.add_argument("--expm", default="taylor", choices=["taylor", "jsl"],
-                 help="matrix exponential of the lvf_jax variant: lvf_jax.layers.fused."
+                 help="matrix exponential of the lvf_jax variant: lvf_jax.geometry."
                  "expm_taylor (matmuls only) or jax.scipy.linalg.expm (LAPACK solves)")
   p.add_argument("--projection", default="auto", choices=["auto", "hoisted", "inloop"],
                  help="lvf_jax input projection: hoisted u = X W (one large product) or "

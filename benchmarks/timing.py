@@ -6,7 +6,7 @@ meaningful on a shared CPU even when the absolute times drift. Python's garbage 
 runs once before timing and is paused during it, and the minor page faults of each call
 are counted: XLA:CPU allocates a jitted function's temporary buffers on every call, and
 buffers above glibc's mmap threshold arrive as fresh pages that fault in again each time
-(docs/RESULTS.md, "Page faults").
+(docs/RESULTS.md, "Performance notes").
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Pixel-by-pixel CIFAR-10 (REFERENCE §2): ``--config=configs/cifar10.py:<model>``.
+"""Pixel-by-pixel CIFAR-10 (Chang et al. 2019, arXiv:1902.09689, Sec. 5):
+``--config=configs/cifar10.py:<model>``.
 
 1024 steps of RGB pixels in [0, 1]; last-state classifier; 5,000 training images held out
 for validation. Batch 128, 100 epochs, evaluation every epoch.
@@ -14,7 +15,7 @@ CIFAR-10 must be prepared in the TFDS directory (``lvf_jax.data.prepare('cifar10
 copy with ``--config.task.options.source=tfds``.
 """
 
-from lvf_jax.train.pipelines import dataset_config, default_preset
+from lvf_jax.train.presets import dataset_config, default_preset
 
 DATASET = "cifar10"
 EPOCHS, BATCH = 100, 128

@@ -1,4 +1,5 @@
-"""Noise-padded CIFAR-10 (REFERENCE §2): ``--config=configs/cifar10_noise.py:<model>``.
+"""Noise-padded CIFAR-10 (Chang et al. 2019, arXiv:1902.09689, Sec. 5):
+``--config=configs/cifar10_noise.py:<model>``.
 
 32 rows of 96 features (one image row per step), then 968 steps of N(0, 1) noise (T = 1000),
 reproducible per example (``--config.task.options.noise_seed``). Otherwise as

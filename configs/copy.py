@@ -1,4 +1,5 @@
-"""Copy task (REFERENCE §2): ``--config=configs/copy.py:<model>``.
+"""Copy task (Arjovsky, Shah and Bengio 2016, arXiv:1511.06464):
+``--config=configs/copy.py:<model>``.
 
 Hyperparameters from the papers' tables:
 * lvf: lvfRNN Table 5, Copy(200): kappa 128, modReLU, tau 15, midpoint map (App. E, eq 16),

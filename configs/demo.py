@@ -2,10 +2,10 @@
 
 ``python -m experiments.main --config=configs/demo.py --workdir=/tmp/lvf_demo``
 
-Copy task with T=200 (REFERENCE §2), 128 hidden units, batch 64: expRNN (modReLU,
+Copy task with T=200 (Arjovsky et al. 2016), 128 hidden units, batch 64: expRNN (modReLU,
 Henaff init, RMSprop with lr_orth = lr/10) against a vanilla tanh RNN with the same
 optimiser. Both runs need no download; the comparison table and plots are written to the
-workdir. Measured on 2 CPU cores in docs/RESULTS.md.
+workdir. Measured on 2 CPU cores in docs/RESULTS.md, 'The README main job'.
 """
 
 import ml_collections

@@ -1,4 +1,4 @@
-"""Denoise task (REFERENCE §2): ``--config=configs/denoise.py:<model>``.
+"""Denoise task (Jing et al. 2019, arXiv:1706.02761): ``--config=configs/denoise.py:<model>``.
 
 NC-GRU Sec. 4.2: one layer, Adam 1e-3 for everything, batch 128, 10,000 iterations,
 Neumann resets every 50 steps; NC-GRU 118 (rho 50), LSTM 90, GRU 100, scoRNN 200, GORU 128. Other

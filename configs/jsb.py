@@ -1,4 +1,5 @@
-"""JSB Chorales (REFERENCE §2): ``--config=configs/jsb.py:<model>``.
+"""JSB Chorales (Boulanger-Lewandowski et al. 2012, arXiv:1206.6392):
+``--config=configs/jsb.py:<model>``.
 
 Polyphonic music next-step prediction: x = roll[:-1], y = roll[1:] (88 binary notes), 88
 logits per step, frame NLL (Boulanger-Lewandowski et al. 2012) averaged over all predicted
@@ -19,10 +20,11 @@ Hyperparameters:
 * lvf_literal: Table 5 exactly as printed (``V`` at 1.5e-3), for comparison.
 * every other model (not in the JSB tables): one layer at the hidden size matching the
   parameter budget of that lvfRNN (368,338 effective parameters, ``hidden_for_budget``),
-  Adam 1e-3 with the same clip and schedule, cell defaults of ``pipelines.default_preset``.
+  Adam 1e-3 with the same clip and schedule, cell defaults of
+  ``lvf_jax.train.presets.default_preset``.
 """
 
-from lvf_jax.train.pipelines import dataset_config, default_preset
+from lvf_jax.train.presets import dataset_config, default_preset
 
 DATASET = "jsb"
 EPOCHS, BATCH = 100, 1

@@ -1,4 +1,5 @@
-"""Sequential MNIST (REFERENCE §2): ``--config=configs/mnist.py:<model>``.
+"""Sequential MNIST (Le, Jaitly and Hinton 2015, arXiv:1504.00941):
+``--config=configs/mnist.py:<model>``.
 
 784 pixels in [0, 1], one per step; last-state classifier; 5,000 training images held out for
 validation (the test accuracy is reported at the best validation step). Batch 128, 70 epochs
@@ -14,10 +15,10 @@ Hyperparameters from the papers' tables:
 * lstm: 128 units (expRNN and AntisymmetricRNN tables), RMSprop 1e-3.
 * lvf, ncgru, gru, rnn, rnn_orth (not in the MNIST tables): hidden sizes matching the
   parameter budget of expRNN n 170 (16,415 effective parameters,
-  ``lvf_jax.models.hidden_for_budget``), cell defaults of ``pipelines.default_preset``.
+  ``lvf_jax.models.hidden_for_budget``), cell defaults of ``lvf_jax.train.presets.default_preset``.
 """
 
-from lvf_jax.train.pipelines import dataset_config, default_preset
+from lvf_jax.train.presets import dataset_config, default_preset
 
 DATASET = "mnist"
 EXPRNN_LR = 7e-4  # sMNIST n170; pMNIST uses 1e-3

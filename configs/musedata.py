@@ -1,4 +1,5 @@
-"""MuseData (REFERENCE §2): ``--config=configs/musedata.py:<model>``.
+"""MuseData (Boulanger-Lewandowski et al. 2012, arXiv:1206.6392):
+``--config=configs/musedata.py:<model>``.
 
 As ``configs/jsb.py`` (frame NLL of 88-note piano-rolls, one sequence per update, 100
 epochs, the rate halved every 20) with lvfRNN Table 5's MuseData row: kappa 300, 3 layers,

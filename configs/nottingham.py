@@ -1,4 +1,5 @@
-"""Nottingham (REFERENCE §2): ``--config=configs/nottingham.py:<model>``.
+"""Nottingham (Boulanger-Lewandowski et al. 2012, arXiv:1206.6392):
+``--config=configs/nottingham.py:<model>``.
 
 As ``configs/jsb.py`` (frame NLL of 88-note piano-rolls, batch 8, 100 epochs). The papers'
 tables do not cover Nottingham: every model uses its JSB settings (lvfRNN Table 5's JSB row;

@@ -1,4 +1,5 @@
-"""Parenthesis task (REFERENCE §2): ``--config=configs/parenthesis.py:<model>``.
+"""Parenthesis task (Jing et al. 2019, arXiv:1706.02761):
+``--config=configs/parenthesis.py:<model>``.
 
 NC-GRU Sec. 4.1: one layer, Adam 1e-3 for everything (incl. A), batch 16; LSTM 42, GRU 50,
 scoRNN 110 (rho 20), GORU 64, NC-GRU 56 (rho 40, U_r and U_c orthogonal, Neumann resets every 50).

@@ -1,4 +1,5 @@
-"""Piano-midi.de (REFERENCE §2): ``--config=configs/piano_midi.py:<model>``.
+"""Piano-midi.de (Boulanger-Lewandowski et al. 2012, arXiv:1206.6392):
+``--config=configs/piano_midi.py:<model>``.
 
 As ``configs/jsb.py`` (frame NLL of 88-note piano-rolls, batch 8, 100 epochs). The papers'
 tables do not cover Piano-midi.de: every model uses its JSB settings (lvfRNN Table 5's JSB

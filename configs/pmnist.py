@@ -1,4 +1,5 @@
-"""Permuted sequential MNIST (REFERENCE §2): ``--config=configs/pmnist.py:<model>``.
+"""Permuted sequential MNIST (Le, Jaitly and Hinton 2015, arXiv:1504.00941):
+``--config=configs/pmnist.py:<model>``.
 
 As ``configs/mnist.py`` with the fixed pixel permutation ``RandomState(92916).permutation(784)``
 (``--config.task.options.permutation_seed``); expRNN's pMNIST learning rate for n 170 is

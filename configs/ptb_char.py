@@ -1,4 +1,5 @@
-"""Character-level Penn Treebank (REFERENCE §2): ``--config=configs/ptb_char.py:<model>``.
+"""Character-level Penn Treebank (Marcus et al. 1993, the Mikolov splits):
+``--config=configs/ptb_char.py:<model>``.
 
 Mikolov's ``ptb.char.*`` splits, tokens ``line.split() + ['<eos>']`` (50 symbols), a token
 embedding (50-dimensional by default), next-character logits, truncated BPTT of 150 steps
@@ -24,7 +25,7 @@ Hyperparameters:
   (``hidden_for_budget``; effective parameter count), Adam 1e-3.
 """
 
-from lvf_jax.train.pipelines import dataset_config, default_preset
+from lvf_jax.train.presets import dataset_config, default_preset
 
 DATASET = "ptb_char"
 EPOCHS, BATCH, BPTT = 50, 128, 150

@@ -1,4 +1,5 @@
-"""Word-level Penn Treebank (REFERENCE §2): ``--config=configs/ptb_word.py:<model>``.
+"""Word-level Penn Treebank (Marcus et al. 1993, the Mikolov splits):
+``--config=configs/ptb_word.py:<model>``.
 
 Mikolov's ``ptb.{train,valid,test}.txt`` (10k vocabulary), a 400-dimensional token embedding,
 next-word logits, truncated BPTT with the hidden state carried across batches (reset every
@@ -12,7 +13,7 @@ PTB-char set-up). Every other model: one layer at the parameter budget of that N
 ``hidden_for_budget``), Adam 1e-3, clip 0.25 (AWD-LSTM's).
 """
 
-from lvf_jax.train.pipelines import dataset_config, default_preset
+from lvf_jax.train.presets import dataset_config, default_preset
 
 DATASET = "ptb_word"
 EPOCHS, BATCH, BPTT = 40, 64, 70

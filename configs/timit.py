@@ -1,4 +1,5 @@
-"""TIMIT next-frame prediction (REFERENCE §2): ``--config=configs/timit.py:<model>``.
+"""TIMIT next-frame prediction (Garofolo et al. 1993; the pipeline of Wisdom et al. 2016,
+arXiv:1611.00035): ``--config=configs/timit.py:<model>``.
 
 Wisdom et al. (2016) pipeline: 8 kHz, STFT 256 / hop 128 Hann, 129 log-magnitude bins
 ``10 log10(1e-5 + |X|^2)``; predict frame t+1 from frames <= t; masked MSE (mean over valid
@@ -21,7 +22,7 @@ Hyperparameters:
   ``hidden_for_budget``), Adam 1e-3, clip 15.
 """
 
-from lvf_jax.train.pipelines import dataset_config, default_preset
+from lvf_jax.train.presets import dataset_config, default_preset
 
 DATASET = "timit"
 EPOCHS, BATCH = 1200, 128

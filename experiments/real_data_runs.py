@@ -1,4 +1,4 @@
-"""Short measured training runs on real data for the documentation (tracker issue 6).
+"""Short measured training runs on real data for the documentation.
 
 Trains the models of ``--models`` on the datasets of ``--datasets`` from their configs
 (``configs/<dataset>.py:<model>``, the papers' model sizes and optimisers) for ``--epochs``

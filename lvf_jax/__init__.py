@@ -1,10 +1,26 @@
 """lvf_jax: latent vector field RNNs and their orthogonal relatives in JAX/Flax.
 
-Importing ``lvf_jax`` never changes global JAX configuration.
+The subpackages load on first access (``lvf_jax.cells``, ``lvf_jax.train``, ...), so
+``import lvf_jax`` imports neither Flax nor TFDS nor matplotlib, and it never changes global
+JAX configuration.
 """
 
-from lvf_jax import geometry
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["geometry", "__version__"]
+_SUBMODULES = ("geometry", "recurrences", "regularization", "cells", "layers", "models",
+               "optim", "tasks", "data", "train", "zoo")
+
+__all__ = [*_SUBMODULES, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+  if name in _SUBMODULES:
+    return importlib.import_module(f"lvf_jax.{name}")
+  raise AttributeError(f"module 'lvf_jax' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+  return sorted(__all__)

@@ -10,7 +10,7 @@ Heads (all built on :class:`StackedRecurrent`, any mix of cells):
   copy / denoise (per-step logits).
 
 Regularisation terms of the cells are collected as described in
-:mod:`lvf_jax.layers.regularization`.
+:mod:`lvf_jax.regularization`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from flax import linen as nn
 from lvf_jax import cells as cells_lib
 from lvf_jax.layers import Recurrent
 
-Array = jnp.ndarray
+Array = jax.Array
 
 
 class StackedRecurrent(nn.Module):
@@ -38,7 +38,7 @@ class StackedRecurrent(nn.Module):
     dropout_rate: dropout on the inputs of layers ``1..L-1`` (between layers), active
       when ``deterministic=False`` (needs a ``'dropout'`` PRNG stream).
     unroll, checkpoint, fused, input_projection: passed to every ``Recurrent`` (``fused``:
-      the hand-written-VJP scan of :mod:`lvf_jax.layers.fused` where one covers the cell;
+      the hand-written-VJP scan of :mod:`lvf_jax.recurrences` where one covers the cell;
       ``input_projection``: where that scan forms ``x_t W``, see ``Recurrent``).
   """
 
@@ -75,7 +75,8 @@ class StackedRecurrent(nn.Module):
 
 
 def last_valid(y: Array, seq_lengths: Optional[Array]) -> Array:
-  """``y[b, seq_lengths[b] - 1]`` of batch-major ``(batch, time, k)`` outputs (last step if None)."""
+  """``y[b, seq_lengths[b] - 1]`` of batch-major ``(batch, time, k)`` outputs (last step if
+  None)."""
   if seq_lengths is None:
     return y[:, -1]
   idx = jnp.asarray(seq_lengths).astype(jnp.int32) - 1
@@ -280,7 +281,8 @@ def hidden_for_budget(model_fn_or_name: Union[str, ModelFn], budget: int, input_
   step = multiple_of or 1
   lo = 2 if step == 1 else step  # n >= 2 (lvfRNN); multiples of `step`
   if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget <= 0:
-    raise ValueError(f"hidden_for_budget: argument 'budget' must be a positive int; got {budget!r}.")
+    raise ValueError(
+        f"hidden_for_budget: argument 'budget' must be a positive int; got {budget!r}.")
 
   def count(k: int) -> int:  # k indexes hidden = k * step
     return params_for_hidden(model_fn, k * step, input_size, vocab_size=vocab_size,

@@ -36,3 +36,20 @@ def python_loop(cell, variables, x, carry, reverse=False):
 
 def close(a, b, tol=1e-5):
   jax.tree_util.tree_map(lambda u, v: np.testing.assert_allclose(u, v, rtol=tol, atol=tol), a, b)
+
+
+def reference_scan(step, kernel, u, h0, *, reverse=False, unroll=1, mask=None):
+  """Plain ``lax.scan`` of ``step(kernel, h, u_t) -> h`` (the autodiff baseline of the fused
+  scans), with their masking: frozen carry and zero output where ``mask`` is False."""
+
+  def body(h, xs):
+    u_t, m_t = xs
+    h_new = step(kernel, h, u_t)
+    if m_t is not None:
+      h_new = jnp.where(m_t[..., None], h_new, h)
+    return h_new, h_new
+
+  h_last, hs = jax.lax.scan(body, h0, (u, mask), reverse=reverse, unroll=unroll)
+  if mask is not None:
+    hs = jnp.where(mask[..., None], hs, jnp.zeros((), hs.dtype))
+  return h_last, hs

@@ -128,13 +128,6 @@ def test_cells_benchmark_rejects_unknown_cell():
     cells_bench.main(["--cells", "transformer"])
 
 
-def test_page_faults_script_runs_on_tiny_shapes(capsys):
-  import page_faults
-  assert page_faults.main(["--n", "4", "--T", "3", "--batch", "2", "--repeats", "2"]) == 0
-  rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| ") and "---" not in r]
-  assert [r.split("|")[1].strip() for r in rows[1:]] == ["1", "2", "3"]
-
-
 def test_timing_rotates_the_order_so_no_entry_is_always_first():
   order = []
 
@@ -147,21 +140,6 @@ def test_timing_rotates_the_order_so_no_entry_is_always_first():
   timing.time_interleaved({k: (record(k), None) for k in "abc"}, 3, 0)
   assert [order[i * 3] for i in range(3)] == ["a", "b", "c"]
   assert sorted(order) == sorted("abc" * 3)
-
-
-def test_gated_input_variants_compute_one_gru_and_the_script_runs(capsys):
-  import numpy as np
-  import gated_input
-  x, fns = gated_input.forwards(6, 5, 3, 4)
-  gru = ("hoisted", "hoisted, three arrays", "hoisted, split before the loop", "in loop")
-  ref = np.asarray(fns["in loop"](x))
-  assert ref.shape == (5, 3, 6) and np.abs(ref).max() > 1e-3
-  for k in gru:
-    np.testing.assert_allclose(np.asarray(fns[k](x)), ref, rtol=1e-5, atol=1e-6, err_msg=k)
-  assert gated_input.main(["--n", "4", "--T", "3", "--batch", "2", "--repeats", "2",
-                           "--warmup", "0"]) == 0
-  rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| ") and "---" not in r]
-  assert [r.split("|")[1].strip() for r in rows[1:]] == list(fns)
 
 
 def test_input_projection_variants_train_the_same_model_and_the_script_runs(tmp_path):
@@ -185,27 +163,6 @@ def test_input_projection_variants_train_the_same_model_and_the_script_runs(tmp_
   assert [r.split("|")[3].strip() for r in rows] == ["1", "3"]
 
 
-def test_complex_step_fixed_kernel_scan_is_the_complex_modrelu_rnn_and_the_script_runs(capsys):
-  import jax
-  import jax.numpy as jnp
-  import numpy as np
-  import complex_step
-  from lvf_jax.geometry.activations import modrelu_split
-  x = jax.random.normal(jax.random.key(0), (2, 5, 1))  # d = 1: the loop form at width 8
-  module = complex_step.FixedKernelScan(8, "modrelu_split")
-  params = module.init(jax.random.key(1), x)["params"]
-  params["bias"] = params["bias"] + jnp.linspace(-0.5, 0.5, 4)  # some units cut off
-  y = module.apply({"params": params}, x)
-  h = jnp.zeros((2, 8))
-  for t in range(5):  # the step written out: h' = modReLU(h K + x_t W, b)
-    h = modrelu_split(h @ params["kernel"] + x[:, t] @ params["w_in"], params["bias"])
-    np.testing.assert_allclose(y[:, t], h, rtol=1e-5, atol=1e-6)
-  assert complex_step.main(["--cells", "urnn", "--n", "4", "--T", "3", "--batch", "2",
-                            "--repeats", "1", "--warmup", "0"]) == 0
-  rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| urnn |")]
-  assert len(rows) == 1 and rows[0].count("|") == 10  # 4 labels + 4 timings + prepare
-
-
 def test_expm_script_runs_and_reports_the_squarings_it_uses(capsys):
   import numpy as np
   import expm as expm_bench
@@ -222,33 +179,11 @@ def test_expm_script_runs_and_reports_the_squarings_it_uses(capsys):
     expm_bench.main(["--n", "0"])
 
 
-def test_fused_ab_compares_a_revision_with_the_working_tree(tmp_path):
-  """Both versions of fused.py are traced and timed, the layer's module is restored, and
-  the base module computes what the working tree's does."""
-  import jax
-  import jax.numpy as jnp
-
-  import fused_ab
-  from lvf_jax.layers import fused, recurrent
-
-  out = tmp_path / "ab.md"
-  assert fused_ab.main(["--base", "HEAD", "--cells", "rnn", "antisymmetric", "--n", "8",
-                        "--T", "4", "--batch", "2", "--repeats", "1", "--warmup", "0",
-                        "--out", str(out)]) == 0
-  assert recurrent.fused_lib is fused
-  rows = [r for r in out.read_text().splitlines() if r.startswith("| ") and "---" not in r]
-  assert [r.split("|")[1].strip() for r in rows[1:]] == ["rnn", "antisymmetric"]
-  base = fused_ab.load_base("HEAD")
-  assert base is not fused and base.rnn_scan is not fused.rnn_scan
-  k = jax.random.split(jax.random.key(0), 3)
-  kernel = jax.random.normal(k[0], (5, 5)) / 3
-  u = jax.random.normal(k[1], (6, 2, 5))
-  h0 = jax.random.normal(k[2], (2, 5))
-
-  def loss(mod):
-    return lambda kk, uu: jnp.sum(jnp.sin(mod.rnn_scan(kk, uu, h0)[1]))
-
-  for a, b in zip(jax.grad(loss(base), (0, 1))(kernel, u), jax.grad(loss(fused), (0, 1))(kernel, u)):
-    assert jnp.allclose(a, b, rtol=1e-5, atol=1e-6)
-  with pytest.raises(SystemExit, match="--base"):
-    fused_ab.load_base("no-such-revision")
+def test_loop_overhead_script_reports_every_variant(capsys):
+  import loop_overhead
+  assert loop_overhead.main(["--short", "2", "--long", "3", "--repeats", "1"]) == 0
+  out = capsys.readouterr().out
+  rows = [r for r in out.splitlines() if r.startswith("| ") and "---" not in r][1:]
+  assert [r.split("|")[1].strip() for r in rows] == [
+      "bare step", "train_and_evaluate", "train_and_evaluate, demo eval cadence"]
+  assert float(rows[0].split("|")[3]) == 1.0

@@ -376,10 +376,9 @@ def test_complex_cells_mask_and_final_carry():
 
 
 def test_fused_path_covers_every_unitary_cell():
-  from lvf_jax.layers import fused
   for cell in (cells.EURNNCell(4, complex_valued=False), cells.EURNNCell(4), cells.URNNCell(4),
                cells.GORUCell(4), cells.FullCapacityURNNCell(4)):
-    assert fused.fused_scan_for_cell(cell) is not None
+    assert cell.fused_scan() is not None
 
 
 @pytest.mark.parametrize("cell", [cells.URNNCell(5), cells.EURNNCell(6, capacity=3),
@@ -414,7 +413,8 @@ def test_fused_layer_equals_plain_scan_with_masks(cell, reverse):
 
 def test_rnn_scan_modrelu_split_gradient_x64(x64):
   """The hand-written complex-modReLU VJP against finite differences (float64)."""
-  from lvf_jax.layers import fused
+  from layer_helpers import reference_scan
+  from lvf_jax import recurrences as fused
   rng = np.random.RandomState(0)
   n2, steps, batch = 6, 5, 3
   args = (jnp.asarray(rng.normal(size=(n2, n2)) / 2), jnp.asarray(rng.normal(size=(steps, batch, n2))),
@@ -426,7 +426,7 @@ def test_rnn_scan_modrelu_split_gradient_x64(x64):
     return jnp.sum(jnp.cos(hs)) + jnp.sum(c)
 
   def ref(k, u, h0, b):
-    c, hs = fused.reference_scan(
+    c, hs = reference_scan(
         lambda kk, h, u_t: geometry.modrelu_split(h @ kk + u_t, b), k, u, h0, mask=mask)
     return jnp.sum(jnp.cos(hs)) + jnp.sum(c)
 
@@ -477,7 +477,7 @@ def test_wrong_carry_width_names_the_cell():
 
 
 def test_gru_scan_candidate_arguments_are_checked():
-  from lvf_jax.layers import fused_gated
+  from lvf_jax import recurrences as fused_gated
   k, u, h0 = jnp.zeros((4, 12)), jnp.zeros((3, 2, 12)), jnp.zeros((2, 4))
   with pytest.raises(ValueError, match=r"gru_scan: argument 'candidate' must be one of \['tanh', 'modrelu'\]"):
     fused_gated.gru_scan(k, jnp.zeros((12,)), u, h0, candidate="relu")

@@ -1,7 +1,7 @@
 """Speech features (Wisdom et al. 2016 pipeline) and task losses against independent code.
 
 STFT / resampling are checked against SciPy; the music NLL against a NumPy double loop over a
-hand-made piano roll written from the definition in REFERENCE.md §2.
+hand-made piano roll written from the definition of Boulanger-Lewandowski et al. 2012.
 """
 
 import math

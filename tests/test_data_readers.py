@@ -192,7 +192,11 @@ def test_raw_and_tfds_dir_resolution(tmp_path, monkeypatch):
   monkeypatch.delenv(paths.DATA_DIR_ENV)
   monkeypatch.delenv(paths.TFDS_DIR_ENV)
   assert paths.tfds_data_dir() == pathlib.Path("~/tensorflow_datasets").expanduser()
-  assert paths.raw_data_dir() in paths.DEFAULT_RAW_DIRS
+  monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+  assert paths.raw_data_dir() == tmp_path / "cache" / "lvf_jax" / "data"
+  monkeypatch.delenv("XDG_CACHE_HOME")
+  monkeypatch.setenv("HOME", str(tmp_path / "home"))
+  assert paths.raw_data_dir() == tmp_path / "home" / ".cache" / "lvf_jax" / "data"
 
 
 @needs_raw

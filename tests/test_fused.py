@@ -11,10 +11,12 @@ from jax import test_util as jtu
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import linen as nn
 from hypothesis import given, settings, strategies as st
 
 from lvf_jax import cells, layers
-from lvf_jax.layers import fused
+from lvf_jax import recurrences as fused
+from layer_helpers import reference_scan
 
 T, B, N = 6, 3, 6
 CONFIGS = [(False, None), (True, np.array([6, 2, 0])), (False, np.array([6, 2, 0]))]
@@ -63,11 +65,21 @@ def data(seed=0, width=1, dtype=jnp.float64):
 
 
 def jax_act(name, z, b):
-  return fused._act_fwd(name, z, b)
+  """The activations written out in jnp (independent of the scans' own)."""
+  if name == "modrelu_split":  # the complex modReLU without a bias: the identity
+    assert b is None
+    return z
+  b = None if b is None else b[None, :]
+  if name == "modrelu":
+    return z if b is None else jnp.sign(z) * jnp.maximum(jnp.abs(z) + b, 0.0)
+  if b is not None:
+    z = z + b
+  return {"tanh": jnp.tanh, "relu": lambda a: jnp.maximum(a, 0.0),
+          "identity": lambda a: a}[name](z)
 
 
 def plain_rnn(kernel, u, h0, bias, activation, reverse=False, mask=None):
-  return fused.reference_scan(lambda k, h, u_t: jax_act(activation, h @ k + u_t, bias),
+  return reference_scan(lambda k, h, u_t: jax_act(activation, h @ k + u_t, bias),
                               kernel, u, h0, reverse=reverse, mask=mask)
 
 
@@ -80,7 +92,7 @@ def plain_euler(kernel, u, h0, eps, gated, reverse=False, mask=None):
       return h + eps * (jax.nn.sigmoid(a + u_t[..., n:]) * jnp.tanh(a + u_t[..., :n]))
     return h + eps * jnp.tanh(a + u_t)
 
-  return fused.reference_scan(step, kernel, u, h0, reverse=reverse, mask=mask)
+  return reference_scan(step, kernel, u, h0, reverse=reverse, mask=mask)
 
 
 def mask_of(lengths):
@@ -180,15 +192,13 @@ def test_euler_forward_matches_numpy(gated, reverse, lengths, x64):
 
 
 @pytest.mark.parametrize("gated", [False, True])
-@pytest.mark.parametrize("store", fused.STORES)
 @pytest.mark.parametrize("reverse, lengths", CONFIGS[:2])
-def test_euler_grads_match_autodiff_x64(gated, store, reverse, lengths, x64):
+def test_euler_grads_match_autodiff_x64(gated, reverse, lengths, x64):
   eps = 0.4
   kernel, u, h0, _ = data(5, width=2 if gated else 1)
   mask = mask_of(lengths)
   fn = fused.gated_euler_scan if gated else fused.euler_scan
-  f = objective(lambda k, u, h: fn(k, u, h, epsilon=eps, store=store, reverse=reverse,
-                                   mask=mask))
+  f = objective(lambda k, u, h: fn(k, u, h, epsilon=eps, reverse=reverse, mask=mask))
   g = objective(lambda k, u, h: plain_euler(k, u, h, eps, gated, reverse, mask))
   got = jax.grad(f, argnums=(0, 1, 2))(kernel, u, h0)
   want = jax.grad(g, argnums=(0, 1, 2))(kernel, u, h0)
@@ -200,7 +210,7 @@ def test_euler_grads_match_autodiff_x64(gated, store, reverse, lengths, x64):
 def test_euler_grads_float32_and_finite_differences(gated, x64):
   fn = fused.gated_euler_scan if gated else fused.euler_scan
   kernel, u, h0, _ = data(6, width=2 if gated else 1)
-  f = objective(lambda k, u, h: fn(k, u, h, epsilon=0.5, store="activation"))
+  f = objective(lambda k, u, h: fn(k, u, h, epsilon=0.5))
   jtu.check_grads(jax.jit(f), (kernel, u, h0), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
   with jax.enable_x64(False):
     args32 = tuple(jnp.asarray(a, jnp.float32) for a in (kernel, u, h0))
@@ -211,15 +221,14 @@ def test_euler_grads_float32_and_finite_differences(gated, x64):
       np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
 
 
-@pytest.mark.parametrize("store", fused.STORES)
-def test_gated_euler_pair_equals_concatenated_inputs_x64(store, x64):
+def test_gated_euler_pair_equals_concatenated_inputs_x64(x64):
   """u = (u_h, u_z) and u = [u_h | u_z] give the same outputs; the pair's cotangents are
   the halves of the concatenated input's."""
   kernel, u, h0, _ = data(7, width=2)
   mask = mask_of(CONFIGS[1][1])
 
   def run(uu):
-    return fused.gated_euler_scan(kernel, uu, h0, epsilon=0.3, store=store, mask=mask)
+    return fused.gated_euler_scan(kernel, uu, h0, epsilon=0.3, mask=mask)
 
   pair = (u[..., :N], u[..., N:])
   for a, b in zip(run(pair), run(u)):
@@ -242,7 +251,7 @@ def test_gated_euler_pair_errors():
 @pytest.mark.parametrize("gated", [False, True])
 @pytest.mark.parametrize("reverse", [False, True])
 def test_euler_in_place_activations_mask_unroll_x64(gated, reverse, x64):
-  """store='activation' keeps the activations in the projected inputs' buffers: with (for
+  """The Euler scans keep the activations in the projected inputs' buffers: with (for
   the gated scan) the pair form, a mask, ``unroll`` and both directions, outputs and
   gradients equal autodiff of the plain scan, and the caller's arrays (still used after
   the call) are untouched."""
@@ -256,8 +265,7 @@ def test_euler_in_place_activations_mask_unroll_x64(gated, reverse, x64):
 
   @jax.jit
   def run(k, parts, h):
-    h_last, hs = fn(k, parts, h, epsilon=eps, store="activation", reverse=reverse,
-                    unroll=3, mask=mask)
+    h_last, hs = fn(k, parts, h, epsilon=eps, reverse=reverse, unroll=3, mask=mask)
     return h_last, hs, parts  # the inputs after the call
 
   h_last, hs, after = run(kernel, split(u), h0)
@@ -357,7 +365,6 @@ def test_dtype_is_preserved_and_inputs_cast(x64):
     (lambda k, u, h: fused.rnn_scan(k, u, h, mask=jnp.ones((T, B))), "'mask'"),
     (lambda k, u, h: fused.rnn_scan(k, u[:0], h), "at least one time step"),
     (lambda k, u, h: fused.euler_scan(k, u, h, epsilon=0.0), "'epsilon'"),
-    (lambda k, u, h: fused.euler_scan(k, u, h, epsilon=0.1, store="all"), "'store'"),
     (lambda k, u, h: fused.gated_euler_scan(k, u, h, epsilon=0.1), "'u'"),
 ])
 def test_errors(call, match):
@@ -379,13 +386,13 @@ WIRED = [("exprnn", {}), pytest.param("scornn", {"activation": "tanh"}, marks=_S
 
 
 @pytest.mark.parametrize("name, kw", WIRED)
-def test_fused_scan_for_cell_matches_recurrent_layer(name, kw):
+def test_cell_fused_scan_matches_recurrent_layer(name, kw):
   cell = cells.make_cell(name, N, **kw)
   layer = layers.Recurrent(cell, return_carry=True, time_major=True)
   x = jax.random.normal(jax.random.key(10), (T, B, 2))
   lengths = jnp.asarray(LENGTHS)
   params = layer.init(jax.random.key(11), x)["params"]
-  scan = fused.fused_scan_for_cell(cell)
+  scan = cell.fused_scan()
   assert scan is not None
   h0 = jnp.zeros((B, N))
 
@@ -406,12 +413,15 @@ def test_fused_scan_for_cell_matches_recurrent_layer(name, kw):
                          g_f, g_l)
 
 
-def test_fused_scan_for_cell_none_for_uncovered():
-  assert fused.fused_scan_for_cell(cells.make_cell("ncgru", N)) is not None
-  assert fused.fused_scan_for_cell(cells.make_cell("lstm", N)) is not None
+def test_cell_fused_scan_none_for_uncovered():
+  assert cells.make_cell("ncgru", N).fused_scan() is not None
+  assert cells.make_cell("lstm", N).fused_scan() is not None
   # The hand-written derivatives assume sigmoid gates and tanh: other functions fall back.
-  assert fused.fused_scan_for_cell(cells.LSTMCell(N, gate_fn=jax.nn.hard_sigmoid)) is None
-  assert fused.fused_scan_for_cell(cells.GRUCell(N, activation_fn=jax.nn.relu)) is None
+  assert cells.LSTMCell(N, gate_fn=jax.nn.hard_sigmoid).fused_scan() is None
+  assert cells.GRUCell(N, activation_fn=jax.nn.relu).fused_scan() is None
+  # The Euler scans have no in-loop form; Flax's own cells no fused scan at all.
+  assert cells.make_cell("antisymmetric", N).fused_scan(in_loop=True) is None
+  assert layers.recurrent.fused_scan(nn.GRUCell(N)) is None
 
 
 # ------------------------------------------------------- in-loop input projection

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from jax import test_util as jtu
 
-from lvf_jax.layers import fused_gated
+from lvf_jax import recurrences as fused_gated
+from lvf_jax.recurrences import gated as gated_scans
 
 N, T = 4, 6
 LENGTHS = np.array([T, 2, 4])
@@ -96,7 +97,7 @@ def test_ncgru_matches_autodiff_of_reference_x64(reverse, lengths, x64):
                          out_f, out_r)
   # the negative biases cut units off (c = 0): both branches of modReLU are exercised
   u3 = tuple(jnp.split(args[3], 3, axis=-1))  # the core takes the three inputs apart
-  _, (_, _, c) = fused_gated._ncgru_forward(*args[:3], u3, None, None, args[4], mask, reverse,
+  _, (_, _, c) = gated_scans._ncgru_forward(*args[:3], u3, None, None, args[4], mask, reverse,
                                               1)
   c = np.asarray(c)
   assert (c == 0).any() and (c != 0).any()

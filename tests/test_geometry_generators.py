@@ -1,5 +1,5 @@
 """Generators against independent NumPy implementations of the papers' equations, and the
-lvfRNN properties of REFERENCE.md §1 (Thm 1, Props 1-2, eq 13, App. B and C)."""
+lvfRNN properties of Azencot et al. 2021 (Thm 1, Props 1-2, eq 13, App. B and C)."""
 
 import re
 

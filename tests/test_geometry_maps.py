@@ -109,7 +109,7 @@ def test_integrator_registry():
 
 def test_float32_exponential_maps_call_no_lapack():
   # Inside a CPU training step LAPACK calls run on OpenBLAS threads that contend with XLA's
-  # (docs/RESULTS.md, issue 7): in float32 expm and the lvfRNN's exp integrator, forward
+  # (docs/RESULTS.md, 'Performance notes'): in float32 expm and the lvfRNN's exp integrator, forward
   # and backward, are matrix products only; jax.scipy's Pade expm is not.
   a = jnp.asarray(random_skew(6, 0, 3.0)) + 0.1 * jnp.eye(6, dtype=jnp.float32)
 

@@ -9,7 +9,7 @@ import pytest
 from flax import linen as nn
 
 from lvf_jax import cells, layers
-from lvf_jax.layers import fused as fused_lib
+from lvf_jax import recurrences as fused_lib
 from lvf_jax.layers import recurrent as recurrent_lib
 
 from layer_helpers import B, N, T, close, data, init_params, make

@@ -117,7 +117,10 @@ def test_interrupted_save_is_never_restored(tmp_path):
   assert summary["resumed_from"] == 3 and summary["steps"] == 4
 
 
-def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypatch):
+# log_every=1 checks every step; log_every=4 with eval/checkpoints every 3 checks at steps 3, 4,
+# 6: the error still names step 5, the first bad one, and step 6 is never saved.
+@pytest.mark.parametrize("log_every", [1, 4])
+def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypatch, log_every):
   real = builders.build_pipeline
 
   class Poisoned:
@@ -133,7 +136,7 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypa
       return batch._replace(inputs=batch.inputs * bad)
 
   monkeypatch.setattr(builders, "build_pipeline", lambda c: Poisoned(real(c)))
-  c = tiny("exprnn", steps=8)
+  c = tiny("exprnn", steps=8, log_every=log_every)
   with pytest.raises(loop.NonFiniteLossError,
                      match=r"non-finite loss \(nan\) or gradient \(norm nan\) at step 5.*step 3"):
     train.train_and_evaluate(c, str(tmp_path))
@@ -258,3 +261,45 @@ def test_resuming_from_a_different_configuration_fails_clearly(tmp_path):
   other = tiny("lvf", steps=4)  # different parameters in the same workdir
   with pytest.raises(ValueError, match=r"does not match the train state.*new --workdir"):
     train.train_and_evaluate(other, str(tmp_path))
+
+
+def test_guarded_step_freezes_the_state_after_the_first_bad_step():
+  """The loop's device-side guard: the first non-finite step is recorded, later ones too are
+  discarded (the state stays at the last good step), so the host may check rarely."""
+
+  def fake_step(state, batch):
+    new = state.replace(step=state.step + 1, params=state.params + batch)
+    finite = jnp.isfinite(new.params)
+    new = jax.tree_util.tree_map(lambda n, o: jnp.where(finite, n, o), new, state)
+    return new, {"loss": new.params.astype(jnp.float32) * 0 + batch,
+                 "grad_norm": jnp.float32(7.0)}, finite
+
+  step = jax.jit(loop.guard_train_step(fake_step))
+  state = loop.TrainState(step=jnp.asarray(0, jnp.int32), params=jnp.float32(0.0),
+                          opt_state=None, extras={}, carry=None,
+                          data_key=jnp.zeros(2, jnp.uint32), dropout_key=jnp.zeros(2, jnp.uint32))
+  health = loop.healthy()
+  for b in (1.0, 2.0, np.nan, 4.0, 5.0):
+    state, health, _ = step(state, health, jnp.float32(b))
+  assert int(health.bad_step) == 3 and np.isnan(float(health.loss))
+  assert float(health.grad_norm) == 7.0
+  assert int(state.step) == 2 and float(state.params) == 3.0
+
+
+def test_plots_leave_the_global_matplotlib_state_alone(tmp_path):
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  from lvf_jax.train import reporting  # pylint: disable=g-import-not-at-top
+  backend = matplotlib.get_backend()
+  try:
+    matplotlib.use("svg")  # any backend other than Agg: the plot must not switch it
+    figures = plt.get_fignums()
+    records = [{"step": 1, "split": "train", "loss": 1.0},
+               {"step": 2, "split": "validation", "loss": 0.5, "accuracy": 0.4}]
+    path = reporting.plot_curves(records, str(tmp_path / "c.png"), title="t", baseline=2.0)
+    assert matplotlib.get_backend() == "svg" and plt.get_fignums() == figures
+    with open(path, "rb") as f:
+      assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert os.path.getsize(path) > 5000
+  finally:
+    matplotlib.use(backend)

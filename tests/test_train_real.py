@@ -25,7 +25,7 @@ import tensorflow_datasets as tfds
 from lvf_jax import data
 from lvf_jax import train
 from lvf_jax.data import paths
-from lvf_jax.train import builders, checkpoints, loop, pipelines
+from lvf_jax.train import builders, checkpoints, loop, pipelines, presets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RAW = paths.raw_data_dir()
@@ -177,7 +177,7 @@ def test_timit_trains_on_a_synthetic_tree(timit_raw, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("dataset", [d for d in FAMILY if d not in ("cifar10", "cifar10_noise",
                                                                      "timit")])
-@pytest.mark.parametrize("model", pipelines.MODELS)
+@pytest.mark.parametrize("model", presets.MODELS)
 def test_every_model_on_every_dataset(dataset, model, tfds_dir, tmp_path):
   if not (RAW / SUBDIR[dataset]).is_dir():
     pytest.skip(f"shared data '{SUBDIR[dataset]}' not found under {RAW}")
@@ -186,11 +186,11 @@ def test_every_model_on_every_dataset(dataset, model, tfds_dir, tmp_path):
 
 def test_configs_cover_every_model_and_paper_settings():
   for dataset in FAMILY:
-    for model in pipelines.MODELS:
+    for model in presets.MODELS:
       c = load_config(dataset, model)
       assert c.task.name == dataset and c.model.name == model
   for dataset in ("ptb_char", "timit", "jsb", "musedata"):  # lvfRNN Tables 1-3
-    for model in pipelines.UNITARY_MODELS:
+    for model in presets.UNITARY_MODELS:
       assert load_config(dataset, model).model.name == model
   assert load_config("ptb_char", "fcurnn").model.hidden == 1024  # Table 1: 1024 units each
   assert load_config("jsb", "eurnn").model.cell.capacity == 2

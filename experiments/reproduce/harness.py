@@ -17,7 +17,7 @@ import platform
 import shlex
 import subprocess
 import time
-from typing import Any, Iterable, Optional
+from typing import Iterable, Optional
 
 import numpy as np
 

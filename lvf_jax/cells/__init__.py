@@ -45,4 +45,10 @@ def make_cell(name: str, features: int, **kwargs: Any):
   return CELLS[name](features, **kwargs)
 
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+__all__ = [
+    "ACTIVATIONS", "AntisymmetricRNNCell", "CELLS", "EUNNParams", "EURNNCell", "ExpRNNCell",
+    "FullCapacityURNNCell", "GORUCell", "GRUCell", "GatedAntisymmetricRNNCell",
+    "InputProjection", "KernelCell", "LSTMCell", "LVFRNNCell", "NCGRUCell", "NNRNNCell",
+    "OrthInitRNNCell", "ScoRNNCell", "StructuredCell", "TanhRNNCell", "URNNCell",
+    "compute_dtype", "make_cell",
+]

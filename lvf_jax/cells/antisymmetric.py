@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
-from lvf_jax import geometry
+from lvf_jax import geometry, recurrences
 from lvf_jax.cells import base
 
-Array = jnp.ndarray
+Array = jax.Array
 
 
 def triu_normal(sigma: float, n: int) -> base.Initializer:
@@ -88,6 +88,21 @@ class AntisymmetricRNNCell(base.StructuredCell):
     else:
       h = carry + self.epsilon * jnp.tanh(a + u)
     return h, h
+
+  @nn.nowrap
+  def fused_scan(self, in_loop: bool = False) -> Optional[Callable]:
+    """:func:`lvf_jax.recurrences.euler_scan` (gated: ``gated_euler_scan``); ``None`` in
+    the in-loop form (the Euler scans reuse the projected inputs' buffers for their
+    activations)."""
+    if in_loop:
+      return None
+    fn = recurrences.gated_euler_scan if self.gated else recurrences.euler_scan
+    epsilon = float(self.epsilon)
+
+    def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
+      return fn(prep["kernel"], u, carry, epsilon=epsilon, reverse=reverse, unroll=unroll,
+                mask=mask)
+    return scan
 
 
 def split_gated_inputs(u: Any, n: int) -> tuple[Array, Array]:

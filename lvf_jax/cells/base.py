@@ -39,9 +39,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
+from lvf_jax import recurrences
 from lvf_jax.geometry import activations
 
-Array = jnp.ndarray
+Array = jax.Array
 Dtype = Any
 Initializer = Callable[..., Array]
 
@@ -273,6 +274,61 @@ def dense_over_leading_axes(x: Array, kernel: Array, bias: Optional[Array], dtyp
 # ---------------------------------------------------------------- base class
 
 
+# ------------------------------------------------------------ fused scans of the cells
+#
+# A cell's ``fused_scan(in_loop)`` returns ``scan(prep, carry, u, *, reverse=False, unroll=1,
+# mask=None) -> (carry, ys)``: the cell's recurrence over a time-major sequence with the
+# hand-written VJP of :mod:`lvf_jax.recurrences`, taking ``prepare()``'s output and the
+# time-major ``project_inputs`` output, a drop-in replacement of
+# :func:`lvf_jax.layers.scan_steps` ``(cell.step, prep, carry, u)`` (same masking and reverse
+# semantics). With ``in_loop=True`` it takes the raw inputs ``x`` (time-major ``(T, *batch,
+# d)``) in place of ``u`` and the keyword ``input_weights=(W, b)`` (:meth:`StructuredCell.
+# input_weights`), and forms ``x_t W + b`` inside its loop.
+
+
+def kernel_scan(cell: str, activation: str, use_bias: bool, in_loop: bool) -> Callable:
+  """The scan of ``h' = sigma(h K + u, b)``: :func:`lvf_jax.recurrences.rnn_scan`.
+
+  In the in-loop form an input bias joins the activation bias (the same sum inside
+  ``tanh`` / ``relu`` / identity; a ``ValueError`` for a modReLU cell with an input bias).
+  """
+
+  def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
+    return recurrences.rnn_scan(prep["kernel"], u, carry, prep["bias"] if use_bias else None,
+                                activation=activation, reverse=reverse, unroll=unroll,
+                                mask=mask)
+
+  def scan_in_loop(prep, carry, x, *, input_weights, reverse=False, unroll=1, mask=None):
+    w, b_in = input_weights
+    bias = prep["bias"] if use_bias else None
+    if b_in is not None:  # x W + b_in + b: both biases sit inside the activation
+      if activation not in ("tanh", "identity", "relu"):
+        raise ValueError(f"fused scan of {cell}: an input bias cannot join the "
+                         f"{activation!r} bias; project the inputs before the loop.")
+      bias = b_in if bias is None else bias + b_in
+    return recurrences.rnn_scan(prep["kernel"], x, carry, bias, activation=activation,
+                                input_kernel=w, reverse=reverse, unroll=unroll, mask=mask)
+
+  return scan_in_loop if in_loop else scan
+
+
+def gated_scan(fn: Callable, params: Callable, in_loop: bool) -> Callable:
+  """The scan ``fn(*args, u, carry, ..., **kw)`` of a gated cell (an LSTM, GRU or NC-GRU
+  scan of :mod:`lvf_jax.recurrences`), ``(args, kw) = params(prep)``."""
+
+  def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
+    args, kw = params(prep)
+    return fn(*args, u, carry, reverse=reverse, unroll=unroll, mask=mask, **kw)
+
+  def scan_in_loop(prep, carry, x, *, input_weights, reverse=False, unroll=1, mask=None):
+    args, kw = params(prep)
+    w, b_in = input_weights
+    return fn(*args, x, carry, reverse=reverse, unroll=unroll, mask=mask, input_kernel=w,
+              input_bias=b_in, **kw)
+
+  return scan_in_loop if in_loop else scan
+
+
 class StructuredCell(nn.RNNCellBase):
   """Base class of the prepare / project_inputs / step cells (see module docstring).
 
@@ -310,6 +366,19 @@ class StructuredCell(nn.RNNCellBase):
 
   # Whether project_inputs(x) is exactly self.input(x) (one dense map, InputProjection).
   DENSE_INPUT: ClassVar[bool] = False
+
+  @nn.nowrap
+  def fused_scan(self, in_loop: bool = False) -> Optional[Callable]:
+    """The hand-written-VJP scan of this cell's recurrence (see :func:`kernel_scan` for the
+    contract), or ``None`` where none covers it (the layer then scans :meth:`step`).
+
+    Reads only the cell's class and static attributes (callable on an unbound cell).
+
+    Args:
+      in_loop: the form that projects the raw inputs inside its loop.
+    """
+    del in_loop
+    return None
 
   def input_weights(self, x: Array) -> tuple[Array, Optional[Array]]:
     """``(W, b)`` with ``project_inputs(x) = x W + b`` (its blocks concatenated) in the
@@ -370,8 +439,8 @@ class KernelCell(StructuredCell):
   (lvfRNN's ``C_V``, expRNN's ``expm``, scoRNN's scaled Cayley, nnRNN's Schur form).
   Subclasses create ``self.bias`` and ``self.input`` in ``setup``, define
   ``recurrent_matrix`` and ``activation`` (``'modrelu'`` | ``'tanh'``), and may override
-  :meth:`regularize` to sow their regularisation terms. This is the family the fused
-  custom-VJP scan of :mod:`lvf_jax.layers.fused` accelerates.
+  :meth:`regularize` to sow their regularisation terms. Their fused scan is
+  :func:`lvf_jax.recurrences.rnn_scan`.
   """
 
   DENSE_INPUT = True
@@ -387,6 +456,13 @@ class KernelCell(StructuredCell):
 
   def regularize(self) -> None:
     """Sows the cell's regularisation terms (called by :meth:`prepare`); none by default."""
+
+  @nn.nowrap
+  def fused_scan(self, in_loop: bool = False) -> Optional[Callable]:
+    """:func:`lvf_jax.recurrences.rnn_scan` with the cell's activation (the complex
+    modReLU ``'modrelu_split'`` for a complex state ``[Re h | Im h]``)."""
+    activation = "modrelu_split" if self.state_is_complex else self.activation
+    return kernel_scan(type(self).__name__, activation, True, in_loop)
 
   def prepare(self, dtype: Optional[Dtype] = None) -> dict[str, Array]:
     """Returns ``{'kernel': M^T, 'bias': b}`` (``M`` evaluated once) and sows the penalties."""

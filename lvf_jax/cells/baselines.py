@@ -7,7 +7,7 @@ and concatenates their recurrent kernels once per sequence. :class:`LSTMCell` an
 ``nn.GRUCell`` with the **same parameter tree** (names, shapes, initialisers; tested), so
 variables move freely between them and Flax's cells; run through Flax's own cells in the
 layer's fallback, the input projections stay inside the loop, one small product per step
-(docs/RESULTS.md, issue 3).
+(docs/RESULTS.md, 'Cells in the library layer vs the floor and vs flax nn.RNN').
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
+from lvf_jax import recurrences
 from lvf_jax.cells import base
 
-Array = jnp.ndarray
+Array = jax.Array
 
 
 class TanhRNNCell(base.StructuredCell):
@@ -56,6 +57,11 @@ class TanhRNNCell(base.StructuredCell):
   def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
     h = jnp.tanh(carry @ prep["kernel"] + u)
     return h, h
+
+  @nn.nowrap
+  def fused_scan(self, in_loop: bool = False) -> Optional[Callable]:
+    """:func:`lvf_jax.recurrences.rnn_scan` with ``tanh`` (the bias is inside ``u``)."""
+    return base.kernel_scan(type(self).__name__, "tanh", False, in_loop)
 
 
 class OrthInitRNNCell(TanhRNNCell):
@@ -100,6 +106,17 @@ class _FlaxGatedCell(base.StructuredCell):
   INPUT_BIAS: ClassVar[tuple[str, ...]] = ()   # gates whose input block has a bias
   HIDDEN_BIAS: ClassVar[tuple[str, ...]] = ()  # gates whose hidden block has a bias
   SPLIT_INPUTS: ClassVar[bool] = False  # project_inputs: one array, or one per gate
+  SCAN: ClassVar[str] = ""  # the fused scan of lvf_jax.recurrences ('lstm_scan', 'gru_scan')
+
+  @nn.nowrap
+  def fused_scan(self, in_loop: bool = False) -> Optional[Callable]:
+    """:func:`lvf_jax.recurrences.lstm_scan` / ``gru_scan`` with Flax's default gate
+    functions (sigmoid gates, tanh activations); ``None`` with other functions (the
+    hand-written derivatives assume the defaults)."""
+    if self.gate_fn is not jax.nn.sigmoid or self.activation_fn is not jnp.tanh:
+      return None
+    return base.gated_scan(getattr(recurrences, self.SCAN),
+                           lambda p: ((p["kernel"], p["bias"]), {}), in_loop)
 
   def setup(self):
     n = base.check_features(type(self).__name__, self.features)
@@ -138,7 +155,7 @@ class _FlaxGatedCell(base.StructuredCell):
     """``x @ [W_i<gate> ...] (+ input biases)``: one ``(..., k n)`` array from one 2-D
     product, or with ``SPLIT_INPUTS`` the tuple of the ``k`` gate blocks ``(..., n)``,
     one product each (the GRU: its fused scan reads three arrays, see
-    :mod:`lvf_jax.layers.fused_gated`)."""
+    :mod:`lvf_jax.recurrences.gated`)."""
     x = self._checked_inputs(x)
     dtype = self._compute_dtype(x)
     if self.SPLIT_INPUTS:
@@ -172,6 +189,7 @@ class LSTMCell(_FlaxGatedCell):
   recurrent product per step.
   """
 
+  SCAN = "lstm_scan"
   GATES = ("i", "f", "g", "o")
   HIDDEN_BIAS = ("i", "f", "g", "o")
 
@@ -205,6 +223,7 @@ class GRUCell(_FlaxGatedCell):
   kernels; ``hn`` kernel and bias). One ``(B, n) x (n, 3n)`` recurrent product per step.
   """
 
+  SCAN = "gru_scan"
   GATES = ("r", "z", "n")
   INPUT_BIAS = ("r", "z", "n")
   HIDDEN_BIAS = ("n",)

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import Optional
 
+import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
 from lvf_jax import geometry
 from lvf_jax.cells import base
-from lvf_jax.layers import regularization
+from lvf_jax import regularization
 
-Array = jnp.ndarray
+Array = jax.Array
 
 
 class LVFRNNCell(base.KernelCell):

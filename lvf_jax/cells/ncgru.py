@@ -8,12 +8,12 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
-from lvf_jax import geometry
+from lvf_jax import geometry, recurrences
 from lvf_jax.cells import base
 from lvf_jax.cells.orthogonal import ORTHOGONAL_PARAMS, mapped_initializer, skew_initializer, \
     triu_param_init
 
-Array = jnp.ndarray
+Array = jax.Array
 
 
 class NCGRUCell(base.StructuredCell):
@@ -102,7 +102,7 @@ class NCGRUCell(base.StructuredCell):
 
   def project_inputs(self, x: Array) -> tuple[Array, Array, Array]:
     """``(x W_r + b_r, x W_u + b_u, x W_c)``: three ``(..., n)`` arrays, one product each
-    (the fused scan reads three arrays, see :mod:`lvf_jax.layers.fused_gated`)."""
+    (the fused scan reads three arrays, see :mod:`lvf_jax.recurrences.gated`)."""
     return base.add_gate_biases(self.input(x, self._compute_dtype(x), parts=3), self.bias_r,
                                 self.bias_u, None)
 
@@ -123,3 +123,9 @@ class NCGRUCell(base.StructuredCell):
     c = base.activate("modrelu", u_c + (r * carry) @ prep["kernel_c"], prep["bias_c"])
     h = (1.0 - z) * carry + z * c
     return h, h
+
+  @nn.nowrap
+  def fused_scan(self, in_loop: bool = False) -> Callable:
+    """:func:`lvf_jax.recurrences.ncgru_scan`."""
+    return base.gated_scan(recurrences.ncgru_scan,
+                           lambda p: ((p["kernel_ru"], p["kernel_c"], p["bias_c"]), {}), in_loop)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Union
 
+import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
@@ -11,9 +12,9 @@ from lvf_jax import geometry
 from lvf_jax.cells import base
 from lvf_jax.cells.orthogonal import ORTHOGONAL_PARAMS, mapped_initializer, skew_initializer, \
     triu_param_init
-from lvf_jax.layers import regularization
+from lvf_jax import regularization
 
-Array = jnp.ndarray
+Array = jax.Array
 
 
 class NNRNNCell(base.KernelCell):
@@ -29,14 +30,15 @@ class NNRNNCell(base.KernelCell):
   Init (Sec. 4): ``P`` by the Henaff or Cayley scheme (the skew generator is properly
   initialised, unlike the reference), ``theta ~ U(0, 2 pi)``, ``gamma = 1``, ``T = 0``; the
   model is then orthogonal. Regularisation (sown into ``'losses'``, see
-  :mod:`lvf_jax.layers.regularization`): ``'gamma_penalty'`` = ``delta sum_i (gamma_i -
+  :mod:`lvf_jax.regularization`): ``'gamma_penalty'`` = ``delta sum_i (gamma_i -
   1)^2`` and ``'t_decay'`` = ``t_decay ||T||_F^2``.
 
   Attributes:
     features: hidden size ``n`` (even).
     delta: weight of the ``gamma`` penalty (paper: 1e-4 copy/PTB, 0.1 psMNIST).
     t_decay: L2 weight decay of ``T`` (paper: 1e-6 copy, 1e-4 psMNIST).
-    orthogonal_init: skew init of ``P``: ``'henaff'`` | ``'cayley'`` (default) | ``'random'`` | callable.
+    orthogonal_init: skew init of ``P``: ``'henaff'`` | ``'cayley'`` (default) | ``'random'`` |
+    callable.
     orthogonal_param: ``'skew'`` | ``'matrix'``.
     activation: ``'modrelu'`` (paper) | ``'tanh'``.
   """

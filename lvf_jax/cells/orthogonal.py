@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Union
 
+import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
 from lvf_jax import geometry
 from lvf_jax.cells import base
 
-Array = jnp.ndarray
+Array = jax.Array
 
 SKEW_INITS = ("henaff", "cayley", "random")
 ORTHOGONAL_PARAMS = ("skew", "matrix")
@@ -130,8 +131,9 @@ class ScoRNNCell(_OrthogonalCell):
   r"""scoRNN cell (Helfrich, Willmott & Ye 2018, eq 3 and Sec. 4).
 
   ``W = (I + A)^{-1} (I - A) D`` (column form, ``D = diag(+1 x (n - rho), -1 x rho)``
-  scaling the *columns*, as in the paper -- the reference code applies the transpose, see
-  its issue #1), ``h_t = modReLU(W h_{t-1} + U x_t, b)``, ``U ~ U(-0.01, 0.01)``, ``b``
+  scaling the *columns*, as in the paper -- the authors' code applies the transpose, a
+  known discrepancy of that code), ``h_t = modReLU(W h_{t-1} + U x_t, b)``, ``U ~ U(-0.01, 0.01)``,
+  ``b``
   modReLU bias. Row form: ``K = W^T = D (I - A)^T (I + A)^{-T}``.
 
   Parameterisations: ``orthogonal_param='skew'`` stores ``skew`` (``A`` = its strictly-

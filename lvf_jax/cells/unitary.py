@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-from lvf_jax import geometry
+from lvf_jax import geometry, recurrences
 from lvf_jax.cells import base
 
-Array = jnp.ndarray
+Array = jax.Array
 
 
 def _check_capacity(cls: str, capacity: Any) -> int:
@@ -350,7 +350,7 @@ class GORUCell(base.StructuredCell):
 
   def project_inputs(self, x: Array) -> tuple[Array, Array, Array]:
     """``(x U_r + b_r, x U_z + b_z, x U_c)``: three ``(..., n)`` arrays, one product each
-    (the fused scan reads three arrays, see :mod:`lvf_jax.layers.fused_gated`)."""
+    (the fused scan reads three arrays, see :mod:`lvf_jax.recurrences.gated`)."""
     return base.add_gate_biases(self.input(x, self._compute_dtype(x), parts=3), self.bias_r,
                                 self.bias_z, None)
 
@@ -370,3 +370,10 @@ class GORUCell(base.StructuredCell):
     c = base.activate("modrelu", u_c + r * g[..., 2 * n:], prep["bias_c"])
     h = z * carry + (1.0 - z) * c
     return h, h
+
+  @nn.nowrap
+  def fused_scan(self, in_loop: bool = False) -> Callable:
+    """:func:`lvf_jax.recurrences.gru_scan` with the modReLU candidate and no hidden
+    biases (the GORU is a GRU whose candidate is a modReLU)."""
+    return base.gated_scan(recurrences.gru_scan, lambda p: (
+        (p["kernel"], None), {"candidate": "modrelu", "candidate_bias": p["bias_c"]}), in_loop)

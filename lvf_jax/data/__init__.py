@@ -1,10 +1,11 @@
 """Benchmark data for lvf_jax through tensorflow-datasets, without TensorFlow.
 
-Datasets (REFERENCE.md §2): sequential / permuted MNIST, pixel and noise-padded CIFAR-10,
+Datasets: sequential / permuted MNIST, pixel and noise-padded CIFAR-10,
 PTB (char and word level, truncated BPTT), the four polyphonic music sets, TIMIT frame
 prediction (Wisdom et al. 2016 pipeline) and the same pipeline on FSDD.
 
-Raw files are read from ``$LVF_JAX_DATA_DIR`` (default: shared/data) and prepared once into
+Raw files are read from ``$LVF_JAX_DATA_DIR`` (default: ``~/.cache/lvf_jax/data``) and prepared
+once into
 TFDS's array_record format under ``$LVF_JAX_TFDS_DIR`` (default ``~/tensorflow_datasets``);
 records are read with the TFDS data source and batched with NumPy.
 

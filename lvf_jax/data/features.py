@@ -1,6 +1,7 @@
 """Speech features of the Wisdom et al. (2016) TIMIT pipeline, in NumPy.
 
-Pipeline (REFERENCE.md §2, "TIMIT"): waveform at 8 kHz scaled to [-1, 1) (int16 / 32768),
+Pipeline (Wisdom et al. 2016, arXiv:1611.00035, Sec. 5.3): waveform at 8 kHz scaled to [-1, 1)
+(int16 / 32768),
 STFT with a 256-sample periodic Hann window and hop 128 (no centring; the tail is zero-padded
 so that every sample lies in a frame), 129 one-sided bins, log-magnitude
 ``10 log10(1e-5 + |X|^2)``. The model predicts frame t+1 from frames <= t (masked MSE).

@@ -18,7 +18,8 @@ def music_nll(logits: jax.Array, targets: jax.Array, mask: jax.Array) -> jax.Arr
   """Frame-level NLL of polyphonic music (Boulanger-Lewandowski et al. 2012).
 
   ``loss = -sum_t sum_88 [y log p + (1-y) log(1-p)] / (number of predicted frames)`` with
-  ``p = sigmoid(logits)`` (REFERENCE.md §2), computed stably from logits. Padded frames
+  ``p = sigmoid(logits)`` (Boulanger-Lewandowski et al. 2012), computed stably from logits. Padded
+  frames
   (``mask == 0``) contribute neither to the sum nor to the frame count.
 
   Args:

@@ -4,8 +4,8 @@ Two directories matter:
 
 * the *raw data directory* (``LVF_JAX_DATA_DIR``): the standard files in the layout of
   ``shared/data`` (``mnist/``, ``ptb/``, ``polyphonic/``, ``fsdd/``, ``cifar10/``, ``timit/``).
-  It is the TFDS "manual directory" of our builders. Default: the first existing of
-  ``<repo>/../shared/data`` and ``/work/shared/data``.
+  It is the TFDS "manual directory" of our builders. Default: ``lvf_jax/data`` in the user
+  cache directory (``$XDG_CACHE_HOME``, else ``~/.cache``).
 * the *TFDS data directory* (``LVF_JAX_TFDS_DIR``, default ``~/tensorflow_datasets``), where
   prepared datasets are cached in array_record format.
 """
@@ -22,10 +22,12 @@ PathLike = Union[str, os.PathLike]
 DATA_DIR_ENV = "LVF_JAX_DATA_DIR"
 TFDS_DIR_ENV = "LVF_JAX_TFDS_DIR"
 
-_REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-DEFAULT_RAW_DIRS = tuple(dict.fromkeys(
-    p.resolve() for p in (_REPO_ROOT.parent / "shared" / "data",
-                          pathlib.Path("/work/shared/data"))))
+
+
+def default_raw_dir() -> pathlib.Path:
+  """``lvf_jax/data`` under ``$XDG_CACHE_HOME`` (``~/.cache`` when unset)."""
+  cache = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
+  return pathlib.Path(cache).expanduser() / "lvf_jax" / "data"
 
 
 class DataError(RuntimeError):
@@ -43,19 +45,15 @@ class CorruptDataError(DataError, ValueError):
 def raw_data_dir(data_dir: Optional[PathLike] = None) -> pathlib.Path:
   """Returns the raw-data (manual) directory.
 
-  Order: the ``data_dir`` argument, ``$LVF_JAX_DATA_DIR``, then the first existing of
-  ``<repo>/../shared/data`` and ``/work/shared/data``. If none exists the first default is
-  returned (builders then report precisely which file they expected where).
+  Order: the ``data_dir`` argument, ``$LVF_JAX_DATA_DIR``, then :func:`default_raw_dir`
+  (builders report precisely which file they expected where when it is absent).
   """
   if data_dir is not None:
     return pathlib.Path(data_dir).expanduser()
   env = os.environ.get(DATA_DIR_ENV)
   if env:
     return pathlib.Path(env).expanduser()
-  for candidate in DEFAULT_RAW_DIRS:
-    if candidate.is_dir():
-      return candidate
-  return DEFAULT_RAW_DIRS[0]
+  return default_raw_dir()
 
 
 def tfds_data_dir(tfds_dir: Optional[PathLike] = None) -> pathlib.Path:
@@ -97,7 +95,7 @@ def missing_file_error(what: str, expected: PathLike, sha256: Optional[str], how
   msg.append(f"  how to obtain it: {how}")
   if env_hint:
     msg.append(f"  the raw data directory is set by data_dir=... or ${DATA_DIR_ENV} "
-               f"(defaults: {', '.join(str(d) for d in DEFAULT_RAW_DIRS)}).")
+               f"(default: {default_raw_dir()}).")
   return MissingDataError("\n".join(msg))
 
 

@@ -60,7 +60,8 @@ def builder(name: str, *, data_dir: Optional[paths.PathLike] = None,
 
   Args:
     name: one of :data:`DATASETS`.
-    data_dir: raw data (manual) directory; default ``$LVF_JAX_DATA_DIR`` or shared/data.
+    data_dir: raw data (manual) directory; default ``$LVF_JAX_DATA_DIR`` or
+    ``~/.cache/lvf_jax/data``.
     tfds_dir: TFDS data directory for the array_record cache; default ``$LVF_JAX_TFDS_DIR``
       or ``~/tensorflow_datasets``.
     download: allow downloading raw files that are not in ``data_dir``.

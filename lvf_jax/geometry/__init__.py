@@ -75,4 +75,17 @@ from lvf_jax.geometry.unitary import (
     urnn_matrix,
 )
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+__all__ = [
+    "EXPM_METHODS", "INTEGRATORS", "NEUMANN_ORDERS", "NeumannStep", "antisymmetric_diffusion",
+    "antisymmetrize", "cayley", "cayley_init", "cayley_inverse", "complex_dtype",
+    "complex_from_pair", "complex_to_real_kernel", "directional_derivative", "div",
+    "divergence", "doubly_stochastic", "euler", "eunn_fft_matrix", "eunn_layer", "eunn_matrix",
+    "expm", "expm_taylor", "exponential", "fft_pairs", "flux", "get_integrator", "givens_pairs",
+    "grad", "haar_orthogonal", "haar_skew", "haar_unitary", "henaff", "inverse_scaled_cayley",
+    "midpoint", "modrelu", "modrelu_bias", "modrelu_split", "neumann_inverse_step",
+    "neumann_inverse_update", "neumann_product", "num_skew_params", "orthogonal_log",
+    "orthogonality_error", "packed_from_skew", "pair_from_complex", "phase",
+    "project_divergence_free", "qr_positive", "reflect", "rotation", "rotation_blocks",
+    "scaled_cayley", "scaled_normal", "scaling_diagonal", "schur_form", "sinkhorn",
+    "skew_from_packed", "skew_from_triu", "uniform_angle", "urnn_matrix", "urnn_unitary",
+]

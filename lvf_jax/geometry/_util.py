@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
-Array = jnp.ndarray
+Array = jax.Array
 
 
 def eye_like(a: Array) -> Array:

@@ -25,13 +25,14 @@ hypothesis of Prop. 2) already forces ``div V = 0``; see :func:`divergence`.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from lvf_jax.geometry import _checks
 from lvf_jax.geometry._util import diag_embed, eye_like
 
-Array = jnp.ndarray
+Array = jax.Array
 
 
 # --------------------------------------------------------------------------- skew
@@ -104,7 +105,8 @@ def grad(h: Array) -> Array:
     array ``(..., n, n)``.
   """
   if jnp.ndim(h) < 1:
-    raise ValueError(f"grad: argument 'h' must have shape (..., n); got shape {_checks.shape_of(h)}.")
+    raise ValueError(
+        f"grad: argument 'h' must have shape (..., n); got shape {_checks.shape_of(h)}.")
   return h[..., :, None] - h[..., None, :]
 
 
@@ -171,7 +173,8 @@ def antisymmetric_diffusion(w: Array, gamma) -> Array:
 
 
 def rotation_blocks(gamma: Array, theta: Array) -> Array:
-  """Block-diagonal ``Lambda`` of nnRNN eq (5): blocks ``gamma_i [[cos, -sin], [sin, cos]](theta_i)``.
+  """Block-diagonal ``Lambda`` of nnRNN eq (5): blocks ``gamma_i [[cos, -sin], [sin,
+  cos]](theta_i)``.
 
   Args:
     gamma: moduli ``(..., k)``.
@@ -212,10 +215,12 @@ def schur_form(p: Array, gamma: Array, theta: Array, t: Array) -> Array:
     raise ValueError(f"schur_form: the hidden size n must be even; got p of shape {p.shape}.")
   if _checks.shape_of(gamma)[-1:] != (n // 2,):
     raise ValueError(
-        f"schur_form: argument 'gamma' must have shape (n/2,) = ({n // 2},); got {_checks.shape_of(gamma)}.")
+        f"schur_form: argument 'gamma' must have shape (n/2,) = ({n // 2},); got "
+        f"{_checks.shape_of(gamma)}.")
   _checks.check_same_shape("schur_form", ("gamma", "theta"), gamma, theta)
   if _checks.shape_of(t) != _checks.shape_of(p):
     raise ValueError(
-        f"schur_form: argument 't' must have the shape of 'p' {p.shape}; got {_checks.shape_of(t)}.")
+        f"schur_form: argument 't' must have the shape of 'p' {p.shape}; got "
+        f"{_checks.shape_of(t)}.")
   theta_mat = rotation_blocks(gamma, theta) + jnp.tril(t, k=-1)
   return p @ theta_mat @ jnp.swapaxes(p, -1, -2)

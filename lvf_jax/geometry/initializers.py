@@ -17,7 +17,7 @@ import numpy as np
 from lvf_jax.geometry import _checks
 from lvf_jax.geometry import unitary
 
-Array = jnp.ndarray
+Array = jax.Array
 Initializer = Callable[..., Array]
 
 

@@ -22,7 +22,7 @@ import jax.scipy.linalg as jsl
 from lvf_jax.geometry import _checks
 from lvf_jax.geometry._util import eye_like, scale_columns
 
-Array = jnp.ndarray
+Array = jax.Array
 
 
 EXPM_METHODS = ("auto", "taylor", "pade")
@@ -77,7 +77,7 @@ def expm_taylor(a: Array, *, max_squarings: int = 16) -> Array:
   from the largest ``alpha_3``. Everything is an XLA matmul, so on CPU it runs on XLA's
   own thread pool, while the LU / triangular solves of ``jax.scipy.linalg.expm`` go to the
   OpenBLAS that ships with SciPy, whose worker threads contend with XLA's
-  (docs/RESULTS.md, issue 7).
+  (docs/RESULTS.md, 'Performance notes').
 
   Reverse mode keeps ``O(1)`` matrices for the squarings whatever ``s`` and
   ``max_squarings`` (:func:`_square_repeatedly`: the ``s`` squarings run in a loop whose
@@ -172,7 +172,8 @@ def _square_repeatedly(m: Array, s: Array) -> Array:
   squares). Differentiating the unrolled branches of a ``lax.switch`` instead kept a
   matrix for every possible squaring (``max_squarings`` of them, zero-filled when unused):
   at n = 512 the expRNN training step's temporary buffer grew past glibc's 32 MiB mmap
-  threshold and every call faulted its pages in afresh (docs/RESULTS.md, session 13).
+  threshold and every call faulted its pages in afresh (docs/RESULTS.md, 'Performance
+  notes').
   """
   return jax.lax.fori_loop(0, s, lambda _, x: x @ x, m)
 
@@ -202,7 +203,7 @@ def _inverse(m: Array) -> Array:
   Reverse mode then costs two matrix products (``-X^T G X^T``) instead of the transposed
   triangular solves plus a product of ``jnp.linalg.solve``'s rule (the products run on
   XLA's threads, the solves on LAPACK): fwd+bwd of the n = 512 Cayley map 24.2 -> 16.7 ms
-  (docs/RESULTS.md, session 3).
+  (docs/RESULTS.md, 'Performance notes').
   """
   return jnp.linalg.solve(m, eye_like(m))
 

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 from lvf_jax.geometry import _checks
 from lvf_jax.geometry._util import eye_like
 
-Array = jnp.ndarray
+Array = jax.Array
 
 NEUMANN_ORDERS = (1, 2, 3)
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from lvf_jax.geometry import _checks
 
-Array = jnp.ndarray
+Array = jax.Array
 
 
 def complex_dtype(dtype) -> jnp.dtype:

@@ -9,7 +9,7 @@ from lvf_jax.layers.recurrent import (
     masked_update,
     scan_steps,
 )
-from lvf_jax.layers.regularization import (
+from lvf_jax.regularization import (
     COLLECTION,
     collect_regularizers,
     regularization_loss,
@@ -17,4 +17,8 @@ from lvf_jax.layers.regularization import (
     sow_loss,
 )
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+__all__ = [
+    "COLLECTION", "INPUT_PROJECTIONS", "IN_LOOP_RATIO", "Recurrent", "collect_regularizers",
+    "is_structured", "length_mask", "masked_update", "regularization_loss",
+    "regularization_terms", "scan_steps", "sow_loss",
+]

@@ -28,9 +28,8 @@ import jax.numpy as jnp
 from flax import linen as nn
 from flax.linen.recurrent import flip_sequences
 
-from lvf_jax.layers import fused as fused_lib
 
-Array = jnp.ndarray
+Array = jax.Array
 Carry = Any
 StepFn = Callable[[Any, Carry, Array], tuple[Carry, Array]]
 
@@ -54,6 +53,13 @@ def _fallback_dtype(cell: Any, input_dtype: Any) -> Any:
 def is_structured(cell: Any) -> bool:
   """Whether ``cell`` implements the ``prepare`` / ``project_inputs`` / ``step`` protocol."""
   return all(callable(getattr(cell, m, None)) for m in ("prepare", "project_inputs", "step"))
+
+
+def fused_scan(cell: Any, in_loop: bool = False) -> Optional[Callable]:
+  """The cell's hand-written-VJP scan (``cell.fused_scan``, see
+  :meth:`lvf_jax.cells.StructuredCell.fused_scan`), or ``None`` for a cell without one."""
+  method = getattr(cell, "fused_scan", None)
+  return method(in_loop) if callable(method) else None
 
 
 def _expand_to(mask: Array, leaf: Array) -> Array:
@@ -151,13 +157,13 @@ class Recurrent(nn.Module):
     keep_order: with ``reverse``, return outputs aligned with the inputs (default True).
     unroll: scan unroll factor.
     checkpoint: ``jax.checkpoint`` the step.
-    fused: run the cell with its hand-written-VJP scan from :mod:`lvf_jax.layers.fused`
-      (one large weight-gradient product after the backward sweep instead of one small
-      product per step) when one covers it: the ``sigma(h K + u + b)`` cells
-      (:class:`~lvf_jax.cells.base.KernelCell`, tanh RNNs), the AntisymmetricRNN cells
-      and the LSTM / GRU / NC-GRU (:mod:`lvf_jax.layers.fused_gated`); other cells
-      (LSTM / GRU with non-default gate functions, Flax's own cells) use the plain scan.
-      Same outputs and gradients (tested).
+    fused: run the cell with its hand-written-VJP scan (:mod:`lvf_jax.recurrences`, named
+      by the cell's ``fused_scan``; one large weight-gradient product after the backward
+      sweep instead of one small product per step) when one covers it: the ``sigma(h K +
+      u + b)`` cells (:class:`~lvf_jax.cells.base.KernelCell`, tanh RNNs), the
+      AntisymmetricRNN cells and the LSTM / GRU / GORU / NC-GRU; other cells (LSTM / GRU
+      with non-default gate functions, Flax's own cells) use the plain scan. Same outputs
+      and gradients (tested).
     input_projection: where the fused scan gets ``x_t W``: ``'hoisted'`` (one large
       product over the whole sequence before the loop), ``'in_loop'`` (one small product
       per step inside the loop, the weight gradient still one large product after it:
@@ -165,7 +171,7 @@ class Recurrent(nn.Module):
       input width ``d`` is much smaller than ``n``) or ``'auto'`` (in the loop when
       ``IN_LOOP_RATIO * d <= n``, ``n`` the state width (the carry's last axis), measured
       in ``benchmarks/input_projection.py``). The
-      loop form covers the cells of :func:`lvf_jax.layers.fused.rnn_scan` (``KernelCell``
+      loop form covers the cells of :func:`lvf_jax.recurrences.rnn_scan` (``KernelCell``
       subclasses, tanh RNNs) and the LSTM, GRU, GORU and NC-GRU; for the AntisymmetricRNN
       cells, Flax's own cells and with ``fused=False``, ``'auto'`` hoists and ``'in_loop'``
       raises ``ValueError``. Same outputs and gradients (tested).
@@ -234,7 +240,7 @@ class Recurrent(nn.Module):
       else:
         u = self.cell.project_inputs(x_tm)  # an array, or a tuple of arrays (gated cells)
         dtype = jax.tree_util.tree_leaves(u)[0].dtype
-        scan = fused_lib.fused_scan_for_cell(self.cell) if self.fused else None
+        scan = fused_scan(self.cell) if self.fused else None
         weights = None
       prep = self.cell.prepare(dtype=dtype)
       carry = _cast_tree(initial_carry, dtype)
@@ -279,7 +285,7 @@ class Recurrent(nn.Module):
       return None
     scan = None
     if self.fused and is_structured(self.cell):
-      scan = fused_lib.fused_scan_for_cell(self.cell, in_loop=True)
+      scan = fused_scan(self.cell, in_loop=True)
     if scan is None:
       if mode == "auto":
         return None

@@ -42,5 +42,10 @@ from lvf_jax.optim.trivialization import (
     expm_triu,
 )
 
-__all__ = [n for n in dir()
-           if not n.startswith("_") and not isinstance(globals()[n], _types.ModuleType)]
+__all__ = [
+    "DEFAULT", "DEFAULTS", "DTRIV_COLLECTION", "LABELS", "MultiplicativeCayleyState",
+    "NeumannCayleyState", "ORTHOGONAL", "ReorthonormalizeState", "SKEW", "ScoRNNState",
+    "UNITARY", "VECTOR_FIELD", "default_config", "dtriv_rebase", "dynamic_trivialization",
+    "expm_triu", "label_for_name", "make_optimizer", "multiplicative_cayley", "neumann_cayley",
+    "orthonormalize", "param_labels", "reorthonormalize", "scornn",
+]

@@ -17,7 +17,7 @@ import optax
 
 from lvf_jax import geometry
 
-Array = jnp.ndarray
+Array = jax.Array
 
 ORTHONORMALIZE_METHODS = ("polar", "qr")
 

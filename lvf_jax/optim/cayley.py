@@ -30,7 +30,7 @@ import optax
 from lvf_jax import geometry
 from lvf_jax.optim import _common
 
-Array = jnp.ndarray
+Array = jax.Array
 
 
 class ScoRNNState(NamedTuple):

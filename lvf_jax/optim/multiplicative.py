@@ -11,7 +11,7 @@ import optax
 from lvf_jax import geometry
 from lvf_jax.optim import _common
 
-Array = jnp.ndarray
+Array = jax.Array
 
 
 class MultiplicativeCayleyState(NamedTuple):

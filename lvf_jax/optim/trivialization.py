@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from lvf_jax import geometry
 from lvf_jax.optim import _common
 
-Array = jnp.ndarray
+Array = jax.Array
 
 DTRIV_COLLECTION = "dtriv"
 

@@ -1,4 +1,4 @@
-"""Synthetic long-memory tasks: copy, adding, denoise, parenthesis (REFERENCE §2).
+"""Synthetic long-memory tasks: copy, adding, denoise, parenthesis (the papers' encodings).
 
 Pure-JAX, jit-able, seeded generators with their losses, metrics, no-memory baselines and
 fixed validation/test splits. See :mod:`lvf_jax.tasks.base` for the shared conventions.

@@ -5,7 +5,7 @@ Encoding (sequence length ``T``, two real input channels, ``input_size = 2``):
 * channel 0: values ``u_t ~ U(0, 1)`` i.i.d.;
 * channel 1: markers, ``1`` at exactly two steps -- one drawn uniformly from the first half
   ``[0, T // 2)`` and one uniformly from the second half ``[T // 2, T)`` -- and ``0`` elsewhere.
-  (The NC-GRU paper lists the marker channel first; lvf_jax follows REFERENCE §2: values
+  (The NC-GRU paper lists the marker channel first; lvf_jax follows Arjovsky et al. 2016: values
   first, markers second.)
 
 Target: the sum of the two marked values (``float32``, shape ``(batch,)``); ``output_size = 1``.
@@ -36,8 +36,8 @@ class AddingTask(base.SyntheticTask):
 
   Attributes:
     T: sequence length (any integer >= 2). :attr:`PAPER_LENGTHS` = 200, 400 (NC-GRU paper,
-      Sec. 4.3) and 750, 1000, 5000 (the longer settings listed in tracker issue 5; T = 5000
-      is the LEM anchor of REFERENCE §3).
+      Sec. 4.3) and 750, 1000, 5000 (longer settings; at T = 5000 LEM, Rusch et al. 2022,
+      arXiv:2110.04744, reports an MSE below 1e-3).
   """
 
   T: int = 200

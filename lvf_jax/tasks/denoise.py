@@ -20,7 +20,7 @@ Encoding (``S = num_symbols = 9``; token ids):
 * loss: softmax cross-entropy averaged over all ``T + 2K`` steps (as the reference, whose
   losses in NC-GRU Table 2 are on this scale); accuracy over the last ``K`` outputs.
 
-Fixes with respect to the reference generator (REFERENCE §2 ⚠): the reference draws the ``K``
+Fixes with respect to the reference generator of Jing et al. 2019: it draws the ``K``
 positions *with* replacement from the first ``T + K - 1`` steps, so colliding symbols overwrite
 each other while still being expected as targets, and it one-hot encodes the marker (id 10)
 with depth 10, i.e. as an all-zero vector indistinguishable from "no input". Here positions are

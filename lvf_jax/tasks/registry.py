@@ -15,7 +15,7 @@ TASKS: dict[str, type[base.SyntheticTask]] = {
     "parenthesis": parenthesis.ParenthesisTask,
 }
 
-#: Sequence lengths ``T`` used in the papers / tracker issue 5, per task (any positive ``T`` is
+#: Sequence lengths ``T`` used in the papers, and longer ones, per task (any positive ``T`` is
 #: accepted; see each task's docstring for what ``T`` means and the resulting ``seq_len``).
 PAPER_LENGTHS: dict[str, tuple[int, ...]] = {
     name: cls.PAPER_LENGTHS for name, cls in TASKS.items()}

@@ -1,19 +1,62 @@
-"""Command line: ``python -m experiments.main --config=configs/copy.py:lvf --workdir=DIR``.
+"""Command line: ``lvf-jax --config=copy.py:lvf --workdir=DIR``.
 
-Every config field can be overridden (``--config.model.hidden=256``). Unknown task or model
-names list the valid ones and invalid values fail before anything is compiled.
+``--config`` takes a config file and a preset, ``<file>.py:<preset>``: a path (e.g.
+``configs/copy.py:lvf`` in a checkout, or your own file) or, when no such file exists, the
+name of a shipped config (``lvf_jax.configs``). Every config field can be overridden
+(``--config.model.hidden=256``). Unknown task or model names list the valid ones and invalid
+values fail before anything is compiled. ``python -m experiments.main`` is the same command
+in a checkout.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import sys
+from typing import Optional, Sequence
 
 from absl import app, flags
 from ml_collections import config_flags
 
 _CONFIG = config_flags.DEFINE_config_file(
-    "config", None, "Training config file, e.g. configs/copy.py:lvf.", lock_config=True)
+    "config", None, "Training config '<file>.py:<preset>': a path, or the name of a shipped "
+    "config (e.g. copy.py:lvf, jsb.py:lvf).", lock_config=True)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for checkpoints, metrics, plots.")
+
+
+def shipped_configs_dir() -> Optional[str]:
+  """The directory of the shipped configs: the installed ``lvf_jax.configs``, else the
+  ``configs/`` of the checkout this package runs from; None if neither exists."""
+  spec = importlib.util.find_spec("lvf_jax.configs")
+  if spec is not None and spec.submodule_search_locations:
+    return list(spec.submodule_search_locations)[0]
+  checkout = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__)))), "configs")
+  return checkout if os.path.isfile(os.path.join(checkout, "__init__.py")) else None
+
+
+def resolve_config_arg(value: str) -> str:
+  """``value`` of ``--config`` with its file resolved: kept when the file exists, else the
+  shipped config of that name (``copy.py:lvf`` -> ``.../lvf_jax/configs/copy.py:lvf``)."""
+  path, sep, preset = value.partition(":")
+  if os.path.exists(path):
+    return value
+  shipped = shipped_configs_dir()
+  candidate = None if shipped is None else os.path.join(shipped, os.path.basename(path))
+  if candidate and os.path.isfile(candidate) and os.path.dirname(path) in ("", "configs"):
+    return candidate + sep + preset
+  return value  # absl reports the missing file
+
+
+def resolve_argv(argv: Sequence[str]) -> list[str]:
+  """``argv`` with the file of ``--config=X`` / ``--config X`` resolved."""
+  out = list(argv)
+  for i, arg in enumerate(out):
+    if arg.startswith("--config="):
+      out[i] = "--config=" + resolve_config_arg(arg[len("--config="):])
+    elif arg == "--config" and i + 1 < len(out):
+      out[i + 1] = resolve_config_arg(out[i + 1])
+  return out
 
 
 def main(argv) -> None:
@@ -43,8 +86,10 @@ def main(argv) -> None:
 
 def run() -> None:
   """Console-script entry point ``lvf-jax``."""
+  for name in ("config", "workdir"):  # shown by --help (absl lists the main module's flags)
+    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[name])
   flags.mark_flags_as_required(["config", "workdir"])
-  app.run(main)
+  app.run(main, argv=resolve_argv(sys.argv))
 
 
 if __name__ == "__main__":

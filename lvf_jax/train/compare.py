@@ -64,12 +64,11 @@ def run(config, workdir: str) -> dict[str, Any]:
 
 def _plot(workdir: str, names: list[str], baseline: float, config) -> None:
   try:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # a figure object: pyplot and its backend untouched
   except ImportError:
     return
-  fig, ax = plt.subplots(figsize=(7, 4.2))
+  fig = Figure(figsize=(7, 4.2))
+  ax = fig.subplots()
   for name in names:
     recs = reporting.MetricWriter.read(os.path.join(workdir, name, "metrics.jsonl"))
     pts = [(r["step"], r["loss"]) for r in recs if r["split"] == "train"]
@@ -83,4 +82,4 @@ def _plot(workdir: str, names: list[str], baseline: float, config) -> None:
   ax.legend()
   fig.tight_layout()
   fig.savefig(os.path.join(workdir, "comparison.png"), dpi=110)
-  plt.close(fig)
+

@@ -23,6 +23,7 @@ import jax
 import ml_collections
 
 from lvf_jax.layers import INPUT_PROJECTIONS
+from lvf_jax.train import builders
 
 
 def base_config() -> ml_collections.ConfigDict:
@@ -73,8 +74,6 @@ def validate_config(config: ml_collections.ConfigDict):
   Returns:
     the pipeline it built (so callers need not load the data a second time).
   """
-  from lvf_jax.train import builders  # local import: builders imports this module
-
   for section in ("task", "model", "optim", "train"):
     if section not in config:
       raise ValueError(f"config: missing section '{section}'.")

@@ -6,7 +6,9 @@
   trivialisation rebase. Resuming from a checkpoint therefore continues exactly as an
   uninterrupted run.
 * A non-finite loss or gradient stops training with :class:`NonFiniteLossError` naming the
-  step; the step's update is discarded and the last good checkpoint is left untouched.
+  step; the step's update is discarded and the last good checkpoint is left untouched. The
+  jitted step records the first bad step on the device and freezes the state from there, so
+  the host checks only when it logs, evaluates or saves (no synchronisation per step).
 * Evaluation on the fixed validation split every ``eval_every`` steps; the test split is
   evaluated whenever validation improves ("test at the best validation step"), and the
   variables of that step are written to ``best_variables.msgpack`` (atomically, with
@@ -19,7 +21,7 @@ import json
 import math
 import os
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import flax
 import jax
@@ -28,7 +30,7 @@ import numpy as np
 import optax
 
 from lvf_jax import models
-from lvf_jax.layers.regularization import regularization_loss
+from lvf_jax.regularization import regularization_loss
 from lvf_jax.optim import DTRIV_COLLECTION, dynamic_trivialization
 from lvf_jax.train import builders, checkpoints, reporting
 from lvf_jax.train.config import validate_config
@@ -79,7 +81,7 @@ class TrainState:
   opt_state: Any
   extras: Any  # non-trainable variable collections (e.g. the 'dtriv' bases)
   carry: Any  # recurrent state carried across batches (truncated BPTT), else None
-  data_key: Array
+  data_key: Array  # raw key data (uint32), so that checkpoints hold plain arrays
   dropout_key: Array
 
 
@@ -113,8 +115,8 @@ def make_train_step(model, pipeline, tx, *, dtriv_every: int = 0, dtriv_orthonor
 
   def train_step(state: TrainState, batch=None):
     if batch is None:
-      batch = pipeline.train_batch(state.data_key, state.step)
-    dropout_key = jax.random.fold_in(state.dropout_key, state.step)
+      batch = pipeline.train_batch(jax.random.wrap_key_data(state.data_key), state.step)
+    dropout_key = jax.random.fold_in(jax.random.wrap_key_data(state.dropout_key), state.step)
     carry = pipeline.carry_for_batch(state.carry, batch)
 
     def loss_fn(params):
@@ -152,6 +154,37 @@ def make_train_step(model, pipeline, tx, *, dtriv_every: int = 0, dtriv_orthonor
   return train_step
 
 
+class Health(NamedTuple):
+  """The first non-finite step (``-1`` while none) with its loss and gradient norm."""
+  bad_step: Array
+  loss: Array
+  grad_norm: Array
+
+
+def healthy() -> Health:
+  return Health(jnp.asarray(-1, jnp.int32), jnp.asarray(0.0, jnp.float32),
+                jnp.asarray(0.0, jnp.float32))
+
+
+def guard_train_step(train_step):
+  """``(state, health, batch) -> (state, health, metrics)`` around a step of
+  :func:`make_train_step`: once a step is non-finite, ``health`` names it and every later
+  step leaves the state as it was before that step."""
+
+  def guarded(state: TrainState, health: Health, batch=None):
+    new, metrics, finite = train_step(state, batch)
+    fresh = health.bad_step < 0
+    new = jax.tree_util.tree_map(lambda n, o: jnp.where(fresh, n, o), new, state)
+    first = fresh & ~finite
+    health = Health(
+        jnp.where(first, state.step + 1, health.bad_step).astype(jnp.int32),
+        jnp.where(first, jnp.asarray(metrics["loss"], jnp.float32), health.loss),
+        jnp.where(first, jnp.asarray(metrics["grad_norm"], jnp.float32), health.grad_norm))
+    return new, health, metrics
+
+  return guarded
+
+
 def make_eval_step(model, pipeline):
   """``(params, extras, batch, carry) -> (metrics, carry)``; metrics may carry a 'weight'."""
 
@@ -183,8 +216,9 @@ def evaluate(eval_step, pipeline, params: Any, extras: Any, split: str) -> dict[
 
 
 def initial_state(config, model, pipeline, tx) -> TrainState:
-  init_key, data_key, dropout_key = jax.random.split(jax.random.PRNGKey(config.train.seed), 3)
-  variables = builders.init_variables(model, pipeline, init_key)
+  keys = jax.random.split(jax.random.key(int(config.train.seed)), 3)
+  init_key, data_key, dropout_key = (jax.random.key_data(k) for k in keys)
+  variables = builders.init_variables(model, pipeline, keys[0])
   params = variables["params"]
   extras = {k: v for k, v in variables.items() if k not in ("params", "losses")}
   if int(config.optim.get("dtriv_every", 0) or 0) and DTRIV_COLLECTION not in extras:
@@ -234,9 +268,10 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
   if resumed_from is not None:
     print(f"lvf_jax: resumed from checkpoint step {resumed_from} in {ckpt.directory}")
 
-  train_step = jax.jit(make_train_step(
+  train_step = jax.jit(guard_train_step(make_train_step(
       model, pipeline, tx, dtriv_every=int(config.optim.get("dtriv_every", 0) or 0),
-      dtriv_orthonormalize_every=config.optim.get("dtriv_orthonormalize_every", 30)))
+      dtriv_orthonormalize_every=config.optim.get("dtriv_orthonormalize_every", 30))))
+  health = healthy()
   eval_step = jax.jit(make_eval_step(model, pipeline))
 
   progress = reporting.Progress(int(t.steps), start, bool(t.get("progress_bar", True)),
@@ -247,13 +282,15 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
   try:
     while step < int(t.steps):
       batch = pipeline.host_batch(step) if pipeline.host_fed else None
-      state, metrics, finite = train_step(state, batch)
-      if not bool(finite):
-        raise NonFiniteLossError(step + 1, float(metrics["loss"]), last_saved, ckpt.directory,
-                                 float(metrics["grad_norm"]))
+      state, health, metrics = train_step(state, health, batch)
       step += 1
       steps_done += 1
       pending.append(metrics)
+      if (step % int(t.log_every) == 0 or step % int(t.eval_every) == 0
+          or step % int(t.checkpoint_every) == 0 or step == int(t.steps)):
+        if int(health.bad_step) >= 0:  # the one host check, before anything is written
+          raise NonFiniteLossError(int(health.bad_step), float(health.loss), last_saved,
+                                   ckpt.directory, float(health.grad_norm))
       if step % int(t.log_every) == 0 or step == int(t.steps):
         rec = writer.write(step, "train", _mean_records(pending))
         pending = []

@@ -1,13 +1,13 @@
-"""Training pipelines over the real datasets of :mod:`lvf_jax.data` (tracker issue 6).
+"""Training pipelines over the real datasets of :mod:`lvf_jax.data`.
 
 ``PIPELINES`` maps a ``config.task.name`` to a constructor ``(config, **options) ->
-Pipeline`` (see :class:`lvf_jax.train.builders.Pipeline`). Every pipeline is host fed: the
+Pipeline`` (see :class:`lvf_jax.train.pipeline_lib.Pipeline`). Every pipeline is host fed: the
 batch of optimiser step ``s`` is a pure function of ``(config.train.seed, s)`` -- epoch
 ``s // batches_per_epoch``, batch ``s % batches_per_epoch`` of that epoch's order (read
 directly with ``start_batch``) -- so a run resumed from a checkpoint sees exactly the batches
 of an uninterrupted one.
 
-Three pipeline classes cover the datasets (REFERENCE.md §2):
+Three pipeline classes cover the datasets:
 
 * :class:`ClassificationPipeline` -- (permuted) sequential MNIST, pixel and noise-padded
   CIFAR-10: a last-state classifier, cross-entropy and accuracy. The validation split is held
@@ -28,7 +28,7 @@ environment variables of :mod:`lvf_jax.data.paths`); ``max_train_examples`` /
 ``max_eval_examples`` (``max_train_tokens`` / ``max_eval_tokens`` for PTB) use only the
 beginning of a split, for smoke tests and quick runs. An unknown option raises ``ValueError``
 listing the valid ones. ``configs/<dataset>.py`` build their configs with
-:func:`dataset_config` and :func:`default_preset`.
+:func:`lvf_jax.train.presets.dataset_config` and :func:`lvf_jax.train.presets.default_preset`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from lvf_jax import data as data_lib
-from lvf_jax.train import builders
+from lvf_jax.train import pipeline as pipeline_lib
 
 Array = jax.Array
 
@@ -90,7 +90,7 @@ def _apply(model, variables, inputs, *, deterministic, rngs, mutable, **kwargs):
   return out
 
 
-class _HostPipeline(builders.Pipeline):
+class _HostPipeline(pipeline_lib.Pipeline):
   """Shared plumbing: the config's batch sizes and seed, ``(epoch, batch)`` of a step."""
 
   host_fed = True
@@ -173,7 +173,7 @@ class ClassificationPipeline(_HostPipeline):
     return math.log(self.output_size)  # uniform prediction: a model that learned nothing
 
   def build_model(self, config):
-    return builders.last_state_model(config, self.output_size)
+    return pipeline_lib.last_state_model(config, self.output_size)
 
   def host_batch(self, step: int) -> dict:
     epoch, k = self.epoch_and_batch(step)
@@ -214,7 +214,7 @@ class ClassificationPipeline(_HostPipeline):
 def initial_carries(config, batch_size: int) -> list:
   """Zero carries of every layer of ``config.model`` for ``batch_size`` rows (a list)."""
   return [cell.initialize_carry(jax.random.key(0), (batch_size, 1))
-          for cell in builders.build_cells(config)]
+          for cell in pipeline_lib.build_cells(config)]
 
 
 class LanguageModelPipeline(_HostPipeline):
@@ -291,7 +291,7 @@ class LanguageModelPipeline(_HostPipeline):
     return jnp.zeros((1, self.bptt), jnp.int32)
 
   def build_model(self, config):
-    return builders.per_step_model(config, self.vocab_size, vocab_size=self.vocab_size,
+    return pipeline_lib.per_step_model(config, self.vocab_size, vocab_size=self.vocab_size,
                                    embed_dim=self.embed_dim)
 
   def initial_carry(self, eval: bool = False):  # noqa: A002 - the loop's keyword
@@ -456,7 +456,7 @@ class NextStepPipeline(_HostPipeline):
     return jnp.zeros((1, self.pad_multiple, self.input_size), jnp.float32)
 
   def build_model(self, config):
-    return builders.per_step_model(config, self.output_size)
+    return pipeline_lib.per_step_model(config, self.output_size)
 
   _KEYS = ("inputs", "targets", "mask", "lengths")
 
@@ -521,84 +521,3 @@ PIPELINES: dict = {
     **{n: _constructor(NextStepPipeline, n)
        for n in ("jsb", "musedata", "nottingham", "piano_midi", "fsdd", "timit")},
 }
-
-
-# ---------------------------------------------------------------------------------------------
-# Config helpers shared by configs/<dataset>.py
-
-MODELS = ("lvf", "exprnn", "scornn", "ncgru", "antisymmetric", "gated_antisymmetric", "nnrnn",
-          "rnn", "rnn_orth", "lstm", "gru")
-#: The unitary baselines of the lvfRNN paper's Tables 1-4, configured for the datasets of those
-#: tables (copy, ptb_char, timit, jsb, musedata).
-UNITARY_MODELS = ("urnn", "eurnn", "fcurnn")
-
-#: Types of the options whose default is None (so that ``--config.task.options.X=...`` works).
-_OPTION_TYPES = {"data_dir": str, "tfds_dir": str, "max_train_examples": int,
-                 "max_eval_examples": int, "max_len": int, "max_train_tokens": int,
-                 "max_eval_tokens": int, "embed_dim": int}
-
-
-def default_preset(model: str, hidden: Any, *, optimizer: str = "adam",
-                   learning_rate: float = 1e-3, **optim) -> dict:
-  """A preset for ``model`` where the papers are silent: the cell's paper defaults.
-
-  lvf: tanh, explicit Euler, tau 1 (lvfRNN Table 5's most common row); exprnn / nnrnn: Cayley
-  init, orthogonal learning rate ``lr / 10`` (expRNN); scornn / ncgru: ``rho = n // 10``
-  (-1 entries of ``D``); ncgru: ``U_c`` stored as a matrix and trained by the Neumann-Cayley
-  update (NC-GRU Alg. 1, exact inverse every 50 updates); antisymmetric: eps 0.1, gamma 0.01;
-  nnrnn: delta 1e-4, T decay 1e-6 (nnRNN copy set-up); urnn / eurnn / fcurnn: the cells'
-  reference defaults (EUNN capacity 2; fcurnn's unitary W by the multiplicative Cayley
-  step at ``lr_orth = lr / 10``).
-  """
-  n = min(hidden) if isinstance(hidden, (list, tuple)) else hidden
-  opt = dict(optimizer=optimizer, learning_rate=learning_rate, **optim)
-  cell: dict = {}
-  if model == "lvf":
-    cell = dict(integrator="euler", tau=1.0, activation="tanh")
-  elif model == "exprnn":
-    cell = dict(orthogonal_init="cayley")
-  elif model == "scornn":
-    cell = dict(rho=max(1, n // 10))
-  elif model == "ncgru":
-    rho = max(1, n // 10)
-    cell = dict(rho=rho, orthogonal_param="matrix")
-    opt = dict(opt, orthogonal_method="neumann_cayley", rho=rho, reset_every=50)
-  elif model in ("antisymmetric", "gated_antisymmetric"):
-    cell = dict(epsilon=0.1, gamma=0.01)
-  elif model == "nnrnn":
-    cell = dict(orthogonal_init="cayley", delta=1e-4, t_decay=1e-6)
-  elif model == "eurnn":
-    cell = dict(capacity=2)
-  elif model not in MODELS + UNITARY_MODELS:
-    raise ValueError(
-        f"default_preset: argument 'model' must be one of {MODELS + UNITARY_MODELS}; got "
-        f"{model!r}.")
-  return dict(hidden=hidden, cell=cell, optim=opt)
-
-
-def dataset_config(dataset: str, model: str, presets: dict, *, options: dict, train: dict):
-  """The config of ``model`` on ``dataset`` from a config file's ``presets``.
-
-  ``presets[model]`` holds ``hidden`` (an int, or one size per layer), and optionally
-  ``model`` (the cell's name when the preset's name is another, e.g. ``'lvf_literal'``),
-  ``num_layers``, ``dropout``, ``cell``, ``optim``, ``train`` (overriding ``train``) and
-  ``options`` (overriding ``options``). Options whose value is None become typed placeholders,
-  so every option can be set from the command line.
-  """
-  import ml_collections  # pylint: disable=g-import-not-at-top
-  from lvf_jax.train.config import make_config, select  # pylint: disable=g-import-not-at-top
-  p = select(presets, model, f"configs/{dataset}.py")
-  hidden = p["hidden"]
-  layered = isinstance(hidden, (list, tuple))
-  num_layers = len(hidden) if layered else int(p.get("num_layers", 1))
-  opts = {**options, **p.get("options", {})}
-  opts = {k: (ml_collections.config_dict.placeholder(_OPTION_TYPES.get(k, int))
-              if v is None else v) for k, v in opts.items()}
-  c = make_config(dataset, opts, p.get("model", model), hidden[0] if layered else hidden,
-                  cell=p.get("cell"),
-                  optim=p.get("optim"), train={**train, **p.get("train", {})},
-                  num_layers=num_layers, dropout=float(p.get("dropout", 0.0)))
-  if layered:  # one hidden size per layer (ConfigDict fields keep their type: replace it)
-    del c.model["hidden"]
-    c.model.hidden = tuple(int(h) for h in hidden)
-  return c

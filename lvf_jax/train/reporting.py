@@ -83,14 +83,12 @@ def plot_curves(records: list[dict], path: str, *, title: str,
                 baseline: Optional[float] = None) -> Optional[str]:
   """Writes training/validation loss (and accuracy, if logged) curves to ``path`` (PNG)."""
   try:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # a figure object: pyplot and its backend untouched
   except ImportError:
     return None
   has_acc = any("accuracy" in r for r in records)
-  fig, axes = plt.subplots(1, 2 if has_acc else 1, figsize=(11 if has_acc else 6, 4),
-                           squeeze=False)
+  fig = Figure(figsize=(11 if has_acc else 6, 4))
+  axes = fig.subplots(1, 2 if has_acc else 1, squeeze=False)
   ax = axes[0, 0]
   for split, style in (("train", "-"), ("validation", "o-")):
     pts = [(r["step"], r["loss"]) for r in records if r["split"] == split and "loss" in r]
@@ -116,5 +114,4 @@ def plot_curves(records: list[dict], path: str, *, title: str,
     ax.legend()
   fig.tight_layout()
   fig.savefig(path, dpi=110)
-  plt.close(fig)
   return path

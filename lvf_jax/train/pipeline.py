@@ -1,0 +1,163 @@
+"""The pipeline protocol of the training loop, the synthetic-task pipeline, and the model
+heads (per-step predictor, last-state classifier) built from ``config.model``.
+
+Real-data pipelines (:mod:`lvf_jax.train.pipelines`) implement the same protocol.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from lvf_jax import cells as cells_lib
+from lvf_jax import models
+
+Array = jax.Array
+
+__all__ = ["Pipeline", "SyntheticPipeline", "build_cells", "per_step_model", "last_state_model"]
+
+
+class Pipeline:
+  """What the training loop needs from a data source (the pipeline protocol).
+
+  Subclasses set ``name``, ``input_size``, ``output_size``, ``seq_len`` and implement
+  ``describe``, ``baseline_loss``, ``build_model``, ``eval_batches``, ``loss``, ``metrics``
+  and either ``train_batch`` (jit-able, ``host_fed = False``) or ``host_batch``
+  (``host_fed = True``). Batches must be a pure function of the step (and the seed) so
+  that a resumed run continues exactly as an uninterrupted one.
+  """
+
+  host_fed: bool = False
+
+  def init_inputs(self) -> Array:
+    """An input batch (batch 1) of the right shape and dtype for ``model.init``."""
+    return jnp.zeros((1, self.seq_len, self.input_size), jnp.float32)
+
+  def train_batch(self, data_key: Array, step: Array):
+    raise NotImplementedError
+
+  def host_batch(self, step: int):
+    raise NotImplementedError
+
+  def initial_carry(self, eval: bool = False):  # noqa: A002 - mirrors the loop's wording
+    """Recurrent state carried across batches (truncated BPTT); ``None`` if stateless."""
+    del eval
+    return None
+
+  def carry_for_batch(self, carry, batch):
+    """The carry to start ``batch`` from (e.g. reset at the start of an epoch)."""
+    del batch
+    return carry
+
+  def forward(self, model, variables, batch, carry, *, deterministic, rngs, mutable):
+    """``((outputs, new_carry), mutated_collections)`` of ``model`` on ``batch``."""
+    del carry
+    out = model.apply(variables, batch.inputs, deterministic=deterministic, rngs=rngs,
+                      mutable=mutable)
+    if mutable is False:
+      return (out, None), {}
+    outputs, mutated = out
+    return (outputs, None), mutated
+
+  def batch_weight(self, batch) -> Array:
+    """Weight of an evaluation batch in the split's average (default: its size)."""
+    return jnp.asarray(batch.inputs.shape[0], jnp.float32)
+
+  def summarize(self, metrics: dict) -> dict:
+    """Derived metrics from averaged ones (e.g. bits per character from the loss)."""
+    return metrics
+
+
+@dataclasses.dataclass(frozen=True)
+class SyntheticPipeline(Pipeline):
+  """Adapter between a synthetic task and the training loop.
+
+  Training batches are a pure function of ``(seed, step)`` drawn inside the jitted step (so a
+  resumed run sees exactly the batches of an uninterrupted one); evaluation uses the task's
+  fixed splits.
+  """
+
+  task: Any
+  batch_size: int
+  eval_size: int
+  eval_batch_size: int
+
+  @property
+  def name(self) -> str:
+    return self.task.name
+
+  @property
+  def input_size(self) -> int:
+    return self.task.input_size
+
+  @property
+  def output_size(self) -> int:
+    return self.task.output_size
+
+  @property
+  def seq_len(self) -> int:
+    return self.task.seq_len
+
+  def baseline_loss(self) -> float:
+    return float(self.task.baseline_loss())
+
+  def describe(self) -> str:
+    return self.task.describe()
+
+  def train_batch(self, data_key: Array, step: Array):
+    """The batch of optimiser step ``step`` (jit-able; pure in ``(data_key, step)``)."""
+    return self.task.sample(jax.random.fold_in(data_key, step), self.batch_size)
+
+  def build_model(self, config):
+    return per_step_model(config, self.output_size)
+
+  def eval_batches(self, split: str) -> list:
+    full = self.task.fixed_split(split, self.eval_size)
+    size = min(self.eval_batch_size, self.eval_size)
+    return [jax.tree_util.tree_map(lambda x, i=i: x[i:i + size], full)
+            for i in range(0, self.eval_size, size)]
+
+  def loss(self, outputs: Array, batch) -> Array:
+    return self.task.loss(outputs, batch)
+
+  def metrics(self, outputs: Array, batch) -> dict[str, Array]:
+    return self.task.metrics(outputs, batch)
+
+
+def build_cells(config) -> list:
+  """One cell per layer from ``config.model`` (name, hidden, cell kwargs)."""
+  m = config.model
+  kwargs = dict(m.get("cell", {}) or {})
+  hidden = m.hidden
+  sizes = list(hidden) if isinstance(hidden, (list, tuple)) else [hidden] * m.num_layers
+  if len(sizes) != m.num_layers:
+    raise ValueError(
+        f"config: 'model.hidden' lists {len(sizes)} sizes but model.num_layers is "
+        f"{m.num_layers}.")
+  return [cells_lib.make_cell(m.name, int(n), **kwargs) for n in sizes]
+
+
+def _layer_options(m) -> dict:
+  """The stack's options of ``config.model`` shared by both heads."""
+  return dict(dropout_rate=float(m.get("dropout", 0.0)), unroll=int(m.get("unroll", 1)),
+              checkpoint=bool(m.get("checkpoint", False)), fused=bool(m.get("fused", True)),
+              input_projection=str(m.get("input_projection", "auto")))
+
+
+def per_step_model(config, num_outputs: int, **kwargs):
+  """A per-step predictor (one output per input step) over a stack of the configured cells."""
+  m = config.model
+  return models.SequencePredictor(
+      cells=build_cells(config), num_outputs=num_outputs,
+      **_layer_options(m), **kwargs)
+
+
+def last_state_model(config, num_outputs: int, **kwargs):
+  """A last-state classifier over a stack of the configured cells."""
+  m = config.model
+  return models.SequenceClassifier(
+      cells=build_cells(config), num_outputs=num_outputs,
+      **_layer_options(m), **kwargs)

@@ -1,0 +1,94 @@
+"""Preset helpers of the dataset configs (``configs/<dataset>.py``).
+
+:func:`default_preset` gives a model its papers' defaults where a table is silent;
+:func:`dataset_config` turns a config file's presets into a full config.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_collections
+
+from lvf_jax import cells as cells_lib
+from lvf_jax.train.config import make_config, select
+
+__all__ = ["MODELS", "UNITARY_MODELS", "dataset_config", "default_preset"]
+
+
+#: The unitary baselines of the lvfRNN paper's Tables 1-4, configured for the datasets of those
+#: tables (copy, ptb_char, timit, jsb, musedata).
+UNITARY_MODELS = ("urnn", "eurnn", "fcurnn")
+#: The models every dataset config offers: the library's cells (:data:`lvf_jax.cells.CELLS`)
+#: but the unitary baselines and GORU (a gated unitary cell of the NC-GRU paper's synthetic
+#: tasks only).
+MODELS = tuple(name for name in cells_lib.CELLS if name not in UNITARY_MODELS + ("goru",))
+
+#: Types of the options whose default is None (so that ``--config.task.options.X=...`` works).
+_OPTION_TYPES = {"data_dir": str, "tfds_dir": str, "max_train_examples": int,
+                 "max_eval_examples": int, "max_len": int, "max_train_tokens": int,
+                 "max_eval_tokens": int, "embed_dim": int}
+
+
+def default_preset(model: str, hidden: Any, *, optimizer: str = "adam",
+                   learning_rate: float = 1e-3, **optim) -> dict:
+  """A preset for ``model`` where the papers are silent: the cell's paper defaults.
+
+  lvf: tanh, explicit Euler, tau 1 (lvfRNN Table 5's most common row); exprnn / nnrnn: Cayley
+  init, orthogonal learning rate ``lr / 10`` (expRNN); scornn / ncgru: ``rho = n // 10``
+  (-1 entries of ``D``); ncgru: ``U_c`` stored as a matrix and trained by the Neumann-Cayley
+  update (NC-GRU Alg. 1, exact inverse every 50 updates); antisymmetric: eps 0.1, gamma 0.01;
+  nnrnn: delta 1e-4, T decay 1e-6 (nnRNN copy set-up); urnn / eurnn / fcurnn: the cells'
+  reference defaults (EUNN capacity 2; fcurnn's unitary W by the multiplicative Cayley
+  step at ``lr_orth = lr / 10``).
+  """
+  n = min(hidden) if isinstance(hidden, (list, tuple)) else hidden
+  opt = dict(optimizer=optimizer, learning_rate=learning_rate, **optim)
+  cell: dict = {}
+  if model == "lvf":
+    cell = dict(integrator="euler", tau=1.0, activation="tanh")
+  elif model == "exprnn":
+    cell = dict(orthogonal_init="cayley")
+  elif model == "scornn":
+    cell = dict(rho=max(1, n // 10))
+  elif model == "ncgru":
+    rho = max(1, n // 10)
+    cell = dict(rho=rho, orthogonal_param="matrix")
+    opt = dict(opt, orthogonal_method="neumann_cayley", rho=rho, reset_every=50)
+  elif model in ("antisymmetric", "gated_antisymmetric"):
+    cell = dict(epsilon=0.1, gamma=0.01)
+  elif model == "nnrnn":
+    cell = dict(orthogonal_init="cayley", delta=1e-4, t_decay=1e-6)
+  elif model == "eurnn":
+    cell = dict(capacity=2)
+  elif model not in MODELS + UNITARY_MODELS:
+    raise ValueError(
+        f"default_preset: argument 'model' must be one of {MODELS + UNITARY_MODELS}; got "
+        f"{model!r}.")
+  return dict(hidden=hidden, cell=cell, optim=opt)
+
+
+def dataset_config(dataset: str, model: str, presets: dict, *, options: dict, train: dict):
+  """The config of ``model`` on ``dataset`` from a config file's ``presets``.
+
+  ``presets[model]`` holds ``hidden`` (an int, or one size per layer), and optionally
+  ``model`` (the cell's name when the preset's name is another, e.g. ``'lvf_literal'``),
+  ``num_layers``, ``dropout``, ``cell``, ``optim``, ``train`` (overriding ``train``) and
+  ``options`` (overriding ``options``). Options whose value is None become typed placeholders,
+  so every option can be set from the command line.
+  """
+  p = select(presets, model, f"configs/{dataset}.py")
+  hidden = p["hidden"]
+  layered = isinstance(hidden, (list, tuple))
+  num_layers = len(hidden) if layered else int(p.get("num_layers", 1))
+  opts = {**options, **p.get("options", {})}
+  opts = {k: (ml_collections.config_dict.placeholder(_OPTION_TYPES.get(k, int))
+              if v is None else v) for k, v in opts.items()}
+  c = make_config(dataset, opts, p.get("model", model), hidden[0] if layered else hidden,
+                  cell=p.get("cell"),
+                  optim=p.get("optim"), train={**train, **p.get("train", {})},
+                  num_layers=num_layers, dropout=float(p.get("dropout", 0.0)))
+  if layered:  # one hidden size per layer (ConfigDict fields keep their type: replace it)
+    del c.model["hidden"]
+    c.model.hidden = tuple(int(h) for h in hidden)
+  return c
