@@ -11,7 +11,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _SUBMODULES = ("geometry", "recurrences", "regularization", "cells", "layers", "models",
-               "optim", "tasks", "data", "train", "zoo")
+               "optim", "diagnostics", "tasks", "data", "train", "zoo")
 
 __all__ = [*_SUBMODULES, "__version__"]
 

@@ -29,7 +29,7 @@ def test_import_is_lazy_and_every_subpackage_is_reachable():
   heavy, reached = out.strip().splitlines()
   assert heavy == "[]"
   assert eval(reached) == sorted(  # noqa: S307 -- our own printed list
-      ["cells", "data", "geometry", "layers", "models", "optim", "recurrences",
+      ["cells", "data", "diagnostics", "geometry", "layers", "models", "optim", "recurrences",
        "regularization", "tasks", "train", "zoo"])
   with pytest.raises(AttributeError, match="no attribute 'cellz'"):
     import lvf_jax

@@ -39,7 +39,7 @@ def test_every_paper_has_tables_and_every_row_is_complete():
   for t in TABLES.values():
     assert t.rows, t.id
     for r in t.rows:
-      assert r.config or r.blocker, (t.id, r.id)
+      assert r.config or r.blocker or r.analytic, (t.id, r.id)
       assert set(r.paper) <= set(rows.METRICS)
       assert all(math.isfinite(v) for v in r.paper.values()), (t.id, r.id)
 
@@ -152,6 +152,33 @@ def test_page_statistics_and_verdicts_are_numpys(tmp_path):
   assert harness.verdict({"test_loss": 0.1}, [{"metrics": {"test_loss": 0.05}}]) == "meets"
   assert harness.verdict({"test_accuracy": 90.0},
                          [{"metrics": {"test_accuracy": 80.0}}]) == "misses"
+
+
+def test_analytic_rows_are_computed_and_compared_at_the_papers_precision(tmp_path):
+  """nnRNN Table 6: J_tot of a Schur form, computed (no training), on the page with its
+  verdict; the comparison rounds ours to the paper's three printed digits."""
+  out = tmp_path / "pages"
+  assert cli.main(["nnrnn-t6", "--rows", "fmc-a1-b0-d0,fmc-a0.95-b0.005-d0",
+                   "--workdir", str(tmp_path), "--out", str(out)]) == 0
+  table = rows.get("nnrnn-t6")
+  for row_id in ("fmc-a1-b0-d0", "fmc-a0.95-b0.005-d0"):
+    (result,) = harness.results_of_row(table, table.row(row_id), str(tmp_path))
+    assert result["steps"] == 0 and result["analytic"] == "fmc_total"
+    assert result["metrics"]["condition_number"] < 1e6
+  # alpha = 1, beta = d = 0: the delay line, source e_1, unit noise on every unit (eq. 7
+  # summed in NumPy).
+  theta = np.diag(np.ones(99), -1)
+  c = sum(np.linalg.matrix_power(theta, k) @ np.linalg.matrix_power(theta, k).T
+          for k in range(100))
+  vs = [np.linalg.matrix_power(theta, k)[:, 0] for k in range(400)]
+  want = sum(v @ np.linalg.solve(c, v) for v in vs)
+  (result,) = harness.results_of_row(table, table.row("fmc-a1-b0-d0"), str(tmp_path))
+  np.testing.assert_allclose(result["metrics"]["fmc_total"], want, rtol=1e-9)
+  line = next(l for l in (out / "nnrnn-t6.md").read_text().splitlines()
+              if "Theta(alpha=1, beta=0, d=0)" in l)
+  assert "| meets |" in line and "| computed |" in line
+  assert harness.verdict({"fmc_total": 5.19}, [{"metrics": {"fmc_total": 5.187}}]) == "meets"
+  assert harness.verdict({"fmc_total": 5.19}, [{"metrics": {"fmc_total": 5.2}}]) == "misses"
 
 
 def test_blocked_rows_say_why_and_keep_their_command(tmp_path):

@@ -81,7 +81,7 @@ def main(argv=None) -> int:
     selected = [table.row(r) for r in wanted] if wanted else list(table.rows)
     if not args.report_only:
       for row in selected:
-        runnable = row.config is not None and (
+        runnable = (row.config is not None or row.analytic is not None) and (
             row.blocker is None or (args.include_blocked and row.blocker.startswith("budget")))
         if not runnable:
           print(f"reproduce: {table.id}/{row.id}: not run ({row.blocker})")

@@ -16,6 +16,9 @@ Metric names (keys of ``Row.paper``) and where the harness reads ours:
 ``val_loss``        the best validation loss
 ``min_train_loss``  the smallest training loss logged during training (NC-GRU's tables
                     report the minimum attained loss)
+``fmc_total``       an analytic quantity, not a training run: the total Fisher memory
+                    ``J_tot`` of nnRNN Table 6 (:mod:`experiments.reproduce.analytic`),
+                    compared at the paper's printed precision
 ==================  ==================================================================
 
 A value in ``Row.paper`` is in the paper's own unit *after* removing the table's scale:
@@ -29,7 +32,8 @@ import importlib
 import pkgutil
 from typing import Any, Optional
 
-METRICS = ("test_loss", "test_accuracy", "test_bpc", "test_ppl", "val_loss", "min_train_loss")
+METRICS = ("test_loss", "test_accuracy", "test_bpc", "test_ppl", "val_loss", "min_train_loss",
+           "fmc_total")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +58,10 @@ class Row:
     blocker: why this row cannot run here (``'no data: TIMIT is licensed (LDC)'``,
       ``'budget: needs a GPU, ~40 h on 2 cores'``); None when it runs.
     note: a deviation or a choice where the paper is silent, said in one sentence.
+    analytic: for a cell that is a computed quantity rather than a training run, the name
+      of the function of :mod:`experiments.reproduce.analytic` that computes its metrics
+      (called with ``analytic_args``); ``config`` is then None.
+    analytic_args: keyword arguments of ``analytic``.
   """
 
   id: str
@@ -68,12 +76,14 @@ class Row:
   seeds: int = 1
   blocker: Optional[str] = None
   note: str = ""
+  analytic: Optional[str] = None
+  analytic_args: dict = dataclasses.field(default_factory=dict)
 
   def __post_init__(self):
     unknown = sorted(set(self.paper) - set(METRICS))
     if unknown:
       raise ValueError(f"Row {self.id!r}: unknown metric(s) {unknown}; allowed {METRICS}.")
-    if self.config is None and self.blocker is None:
+    if self.config is None and self.blocker is None and self.analytic is None:
       raise ValueError(f"Row {self.id!r}: a row without a config needs a blocker.")
     if self.seeds < 1:
       raise ValueError(f"Row {self.id!r}: seeds must be >= 1; got {self.seeds}.")
