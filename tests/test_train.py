@@ -32,6 +32,7 @@ def tiny(model="exprnn", task="copy", steps=6, **train_overrides):
   c.train.progress_bar = False
   c.train.plot = False
   c.train.tensorboard = False
+  c.train.allow_resume_changes = True  # the resume tests stop and extend runs
   for k, v in train_overrides.items():
     c.train[k] = v
   return c
@@ -303,3 +304,61 @@ def test_plots_leave_the_global_matplotlib_state_alone(tmp_path):
     assert os.path.getsize(path) > 5000
   finally:
     matplotlib.use(backend)
+
+
+def test_resume_with_another_config_stops_before_writing_anything(tmp_path):
+  workdir = str(tmp_path)
+  train.train_and_evaluate(tiny("exprnn", steps=3), workdir)
+  saved = open(tmp_path / "config.json").read()
+  metrics = open(tmp_path / "metrics.jsonl").read()
+  changed = tiny("exprnn", steps=6, allow_resume_changes=False)
+  changed.task.options = {"T": 9}
+  changed.optim.learning_rate = 0.5
+  with pytest.raises(train.ConfigMismatchError,
+                     match=r"optim.learning_rate: 0.001 -> 0.5; .*task.options.T: 8 -> 9; "
+                           r"train.allow_resume_changes: True -> False; train.steps: 3 -> 6"):
+    train.train_and_evaluate(changed, workdir)
+  assert open(tmp_path / "config.json").read() == saved
+  assert open(tmp_path / "metrics.jsonl").read() == metrics
+  # a longer budget alone: refused without the flag (which the message names) ...
+  with pytest.raises(train.ConfigMismatchError, match="allow_resume_changes=True"):
+    train.train_and_evaluate(tiny("exprnn", steps=6, allow_resume_changes=False), workdir)
+  # ... and resumed with it, the change recorded
+  longer = tiny("exprnn", steps=6)
+  summary = train.train_and_evaluate(longer, workdir)
+  assert summary["resumed_from"] == 3 and summary["steps"] == 6
+  (record,) = [json.loads(l) for l in open(tmp_path / "resumes.jsonl")]
+  assert record["changes"] == {"train.steps": [3, 6]}
+  assert json.load(open(tmp_path / "config.json"))["train"]["steps"] == 6
+  with pytest.raises(train.ConfigMismatchError, match="model.hidden: 16 -> 32"):
+    bigger = tiny("exprnn", steps=8)
+    bigger.model.hidden = 32
+    bigger.train.allow_resume_changes = True
+    train.train_and_evaluate(bigger, workdir)
+
+
+def test_cli_reports_a_config_mismatch_in_one_line(tmp_path):
+  base = [sys.executable, "-m", "experiments.main", "--config=configs/copy.py:rnn",
+          f"--workdir={tmp_path}", "--config.train.steps=2", "--config.train.eval_every=2",
+          "--config.train.eval_size=8", "--config.train.progress_bar=False",
+          "--config.task.options.T=8", "--config.model.hidden=8"]
+  subprocess.run(base, check=True, cwd=ROOT, capture_output=True, timeout=600)
+  out = subprocess.run(base + ["--config.task.options.T=9"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600)
+  assert out.returncode == 2
+  assert "task.options.T: 8 -> 9" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--config=configs/copy.py:lvff"], "unknown model 'lvff'; valid models are"),
+    (["--config=configs/nope.py:lvf"], "no such config file; give a path or the name of a "
+                                       "shipped config: ['adding.py'"),
+    (["--config=copy.py:lvf", "--config.model.hiddn=3"],
+     "--config.model.hiddn: no such config field ('hiddn' Did you mean \"hidden\""),
+])
+def test_cli_bad_config_arguments_fail_in_one_line(tmp_path, args, message):
+  out = subprocess.run([sys.executable, "-m", "experiments.main", f"--workdir={tmp_path}",
+                        *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+  assert out.returncode == 2, out.stderr
+  assert message in out.stderr and "Traceback" not in out.stderr
+  assert len(out.stderr.strip().splitlines()) == 1

@@ -87,7 +87,7 @@ def toy(dataset, model, tfds_dir, *, hidden=None, steps=2, **options):
     c.optim.rho = 2
   for k, v in dict(steps=steps, batch_size=4, eval_batch_size=4, eval_every=steps,
                    checkpoint_every=steps, log_every=1, progress_bar=False, plot=False,
-                   tensorboard=False).items():
+                   tensorboard=False, allow_resume_changes=True).items():
     c.train[k] = v
   return c
 

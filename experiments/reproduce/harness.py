@@ -64,6 +64,7 @@ def row_config(row: Row, *, seed: int = 0, steps: Optional[int] = None, smoke: b
       c.train[key] = max(1, min(int(c.train[key]), int(budget)))
   c.train.progress_bar = False
   c.train.tensorboard = False
+  c.train.allow_resume_changes = True  # a row may be resumed with a longer budget
   if smoke:
     shrink_for_smoke(c, steps=steps or 2)
   return c

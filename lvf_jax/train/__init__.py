@@ -7,8 +7,9 @@ loss (plus the cells' regularisation terms) and the partitioned optimiser.
 from lvf_jax.train.builders import build_model, build_optimizer, build_pipeline
 from lvf_jax.train.config import base_config, validate_config
 from lvf_jax.train.loop import NonFiniteLossError, train_and_evaluate
+from lvf_jax.train.resume import ConfigMismatchError
 
 __all__ = [
-    "NonFiniteLossError", "base_config", "build_model", "build_optimizer", "build_pipeline",
-    "train_and_evaluate", "validate_config",
+    "ConfigMismatchError", "NonFiniteLossError", "base_config", "build_model",
+    "build_optimizer", "build_pipeline", "train_and_evaluate", "validate_config",
 ]

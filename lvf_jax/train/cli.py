@@ -84,12 +84,43 @@ def main(argv) -> None:
     sys.exit(3)
 
 
+def _fail(message: str) -> None:
+  print(f"lvf_jax: error: {message}", file=sys.stderr)
+  sys.exit(2)
+
+
+def parse_flags(argv: Sequence[str]) -> list[str]:
+  """absl's flag parsing, with a bad ``--config`` (a missing file, an unknown preset, an
+  unknown field) or a bad flag reported in one line and exit status 2, not a traceback."""
+  for i, arg in enumerate(argv):
+    value = arg[len("--config="):] if arg.startswith("--config=") else (
+        argv[i + 1] if arg == "--config" and i + 1 < len(argv) else None)
+    if value is not None and not os.path.isfile(value.partition(":")[0]):
+      shipped = shipped_configs_dir()
+      names = sorted(f for f in os.listdir(shipped) if f.endswith(".py") and f[0] != "_") \
+          if shipped else []
+      _fail(f"--config={value}: no such config file; give a path or the name of a shipped "
+            f"config: {names}.")
+  try:
+    return flags.FLAGS(list(argv))
+  except flags.Error as e:
+    cause = e.__context__
+    message = str(cause) if isinstance(cause, (ValueError, OSError)) else str(e)
+    _fail(message.strip().splitlines()[-1])
+  except (AttributeError, KeyError) as e:  # --config.<field> that the config lacks
+    field = next((a.split("=")[0] for a in argv if a.startswith("--config.")), "--config.*")
+    while isinstance(e, BaseException) and e.args:  # AttributeError(KeyError(message))
+      e = e.args[0]
+    detail = " ".join(str(e).split())
+    _fail(f"{field}: no such config field ({detail}).")
+
+
 def run() -> None:
   """Console-script entry point ``lvf-jax``."""
   for name in ("config", "workdir"):  # shown by --help (absl lists the main module's flags)
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[name])
   flags.mark_flags_as_required(["config", "workdir"])
-  app.run(main, argv=resolve_argv(sys.argv))
+  app.run(main, argv=resolve_argv(sys.argv), flags_parser=parse_flags)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ def base_config() -> ml_collections.ConfigDict:
       "progress_bar": True,
       "tensorboard": True,
       "plot": True,
+      "allow_resume_changes": False,
   })
   return c
 

@@ -32,7 +32,7 @@ import optax
 from lvf_jax import models
 from lvf_jax.regularization import regularization_loss
 from lvf_jax.optim import DTRIV_COLLECTION, dynamic_trivialization
-from lvf_jax.train import builders, checkpoints, reporting
+from lvf_jax.train import builders, checkpoints, reporting, resume
 from lvf_jax.train.config import validate_config
 
 Array = jax.Array
@@ -233,14 +233,16 @@ def initial_state(config, model, pipeline, tx) -> TrainState:
 def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
   """Trains ``config`` in ``workdir`` (resuming from its latest checkpoint); returns the summary.
 
+  A workdir that holds checkpoints is resumed only with the config it was started with
+  (:mod:`lvf_jax.train.resume`: ``ConfigMismatchError`` names the differing fields;
+  ``train.allow_resume_changes`` admits a new step budget and cadence).
+
   Writes ``workdir/config.json``, ``metrics.jsonl``, ``tensorboard/`` (if tensorboardX is
   installed), ``checkpoints/``, ``best_variables.msgpack`` + ``best.json`` (the variables
   of the best validation step), ``curves.png`` and ``summary.json``.
   """
   pipeline = validate_config(config)
   os.makedirs(workdir, exist_ok=True)
-  with open(os.path.join(workdir, "config.json"), "w") as f:
-    f.write(config.to_json_best_effort(indent=2))
   t = config.train
   model = pipeline.build_model(config)
   tx = builders.build_optimizer(config)
@@ -249,6 +251,11 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
 
   ckpt = checkpoints.Checkpointer(os.path.join(workdir, "checkpoints"), int(t.keep_checkpoints))
   resumed_from = ckpt.latest_step()
+  try:  # a resume with another config stops here, before anything is written
+    resume.check_resume(config, workdir, resuming=resumed_from is not None)
+  except resume.ConfigMismatchError:
+    ckpt.close()
+    raise
   if resumed_from is not None:
     state = ckpt.restore(state, resumed_from)
   start = int(state.step)
