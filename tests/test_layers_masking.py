@@ -78,3 +78,14 @@ def test_bidirectional():
   y_rnn = nn.RNN(make("lvf"), reverse=True).apply({"params": p["backward"]}, x, seq_lengths=lengths)
   for b in range(B):
     _close(y_rev[b, :int(lengths[b])], y_rnn[b, :int(lengths[b])])
+
+
+def test_seq_lengths_outside_the_sequence_are_rejected():
+  layer = layers.Recurrent(make("rnn"))
+  x = jnp.zeros((2, T, 3))
+  params = layer.init(jax.random.key(0), x)
+  for bad in ([T + 1, 2], [-1, 2]):
+    with pytest.raises(ValueError, match=rf"'seq_lengths' must lie in \[0, {T}\]"):
+      layer.apply(params, x, seq_lengths=jnp.asarray(bad))
+  layer.apply(params, x, seq_lengths=jnp.asarray([0, T]))  # the ends are valid
+  jax.jit(lambda s: layer.apply(params, x, seq_lengths=s))(jnp.asarray([1, 2]))  # traced

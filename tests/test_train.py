@@ -362,3 +362,42 @@ def test_cli_bad_config_arguments_fail_in_one_line(tmp_path, args, message):
   assert out.returncode == 2, out.stderr
   assert message in out.stderr and "Traceback" not in out.stderr
   assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_summary_counts_the_seconds_of_every_part_of_a_resumed_run(tmp_path):
+  first = train.train_and_evaluate(tiny("rnn", steps=2), str(tmp_path))
+  second = train.train_and_evaluate(tiny("rnn", steps=4), str(tmp_path))
+  assert first["seconds_total"] == first["seconds"]
+  np.testing.assert_allclose(second["seconds_total"], first["seconds"] + second["seconds"],
+                             atol=0.02)
+
+
+def test_compare_labels_losses_above_the_baseline(tmp_path, monkeypatch, capsys):
+  from lvf_jax.train import compare  # pylint: disable=g-import-not-at-top
+  c = tiny("rnn", steps=2)
+  c.runner = "compare"
+  c.compare = {"a": {"model": {"name": "rnn"}}}
+  fake = {"model": "rnn", "parameters": 1, "steps": 2, "seconds": 1.0, "baseline_loss": 1.0}
+  for loss, label in ((0.2, "below baseline"), (1.0, "at baseline"), (3.0, "above baseline")):
+    monkeypatch.setattr(compare.loop, "train_and_evaluate",
+                        lambda cfg, wd, loss=loss: dict(fake, test_at_best_validation={
+                            "loss": loss}))
+    monkeypatch.setattr(compare, "_plot", lambda *a: None)
+    out = compare.run(c, str(tmp_path))
+    assert out["table"].splitlines()[-1].endswith(label)
+
+
+def test_missing_tensorboardx_is_said_once(tmp_path, monkeypatch, capsys):
+  import builtins  # pylint: disable=g-import-not-at-top
+  from lvf_jax.train import reporting  # pylint: disable=g-import-not-at-top
+  real_import = builtins.__import__
+
+  def no_tensorboardx(name, *args, **kwargs):
+    if name.startswith("tensorboardX"):
+      raise ImportError(name)
+    return real_import(name, *args, **kwargs)
+
+  monkeypatch.setattr(builtins, "__import__", no_tensorboardx)
+  writer = reporting.MetricWriter(str(tmp_path), tensorboard=True)
+  writer.close()
+  assert "tensorboardX is not installed" in capsys.readouterr().out

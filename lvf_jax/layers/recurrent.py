@@ -225,6 +225,12 @@ class Recurrent(nn.Module):
         raise ValueError(
             f"Recurrent: argument 'seq_lengths' must be an int array of shape (*batch,) = "
             f"{batch_shape}; got {seq_lengths.dtype} of shape {seq_lengths.shape}.")
+      if not isinstance(seq_lengths, jax.core.Tracer) and seq_lengths.size and (
+          int(seq_lengths.min()) < 0 or int(seq_lengths.max()) > num_steps):
+        raise ValueError(
+            f"Recurrent: argument 'seq_lengths' must lie in [0, {num_steps}] (the number of "
+            f"time steps); got values from {int(seq_lengths.min())} to "
+            f"{int(seq_lengths.max())}.")
       mask = length_mask(seq_lengths, num_steps)
 
     if initial_carry is None:

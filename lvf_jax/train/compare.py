@@ -50,7 +50,8 @@ def run(config, workdir: str) -> dict[str, Any]:
            f"{'accuracy':>10}   vs no-memory baseline {baseline:.4g}"]
   for r in rows:
     acc = "" if r["test_accuracy"] is None else f"{r['test_accuracy']:.3f}"
-    verdict = "below baseline" if r["test_loss"] < 0.5 * baseline else "at baseline"
+    verdict = ("below baseline" if r["test_loss"] < 0.5 * baseline else
+               "at baseline" if r["test_loss"] <= 1.05 * baseline else "above baseline")
     lines.append(f"{r['run']:<14}{r['parameters']:>8}{r['steps']:>7}{r['seconds']:>8.0f}"
                  f"{r['test_loss']:>11.4g}{acc:>10}   {verdict}")
   table = "\n".join(lines)

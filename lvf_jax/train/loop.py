@@ -323,6 +323,12 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
     ckpt.close()
 
   elapsed = time.time() - t0
+  previous = 0.0  # the seconds of the earlier parts of a resumed run (their summary)
+  summary_path = os.path.join(workdir, "summary.json")
+  if resumed_from is not None and os.path.exists(summary_path):
+    with open(summary_path) as f:
+      last = json.load(f)
+    previous = float(last.get("seconds_total", last.get("seconds", 0.0)))
   records = reporting.MetricWriter.read(writer.path)
   final_val = [r for r in records if r["split"] == "validation"][-1]
   summary = {
@@ -333,6 +339,9 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
       "steps": step,
       "resumed_from": resumed_from,
       "seconds": round(elapsed, 2),
+      # every part of the run that wrote a summary (a part killed before it wrote one is
+      # not counted)
+      "seconds_total": round(previous + elapsed, 2),
       "steps_per_second": round(steps_done / elapsed, 3) if elapsed > 0 else None,
       "baseline_loss": pipeline.baseline_loss(),
       "final_validation": {k: v for k, v in final_val.items() if k not in ("step", "split")},

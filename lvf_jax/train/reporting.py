@@ -35,6 +35,9 @@ class MetricWriter:
         self._tb = SummaryWriter(os.path.join(workdir, "tensorboard"))
       except ImportError:
         self._tb = None
+        print("lvf_jax: TensorBoard logs skipped: tensorboardX is not installed "
+              "(pip install 'lvf_jax[tensorboard]', or set train.tensorboard=False); the "
+              "metrics are in metrics.jsonl.")
 
   @staticmethod
   def read(path: str) -> list[dict]:

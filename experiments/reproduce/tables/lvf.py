@@ -58,6 +58,10 @@ ROW_NOTES = {
         "4.2, so the 699-unit one-layer expRNN at Adam 1e-3 overfits and the rest of the "
         "budget cannot lower the test NLL at the best validation epoch; the paper gives no "
         "expRNN settings for this task"),
+    ("jsb", "nnrnn"): (
+        "the 524-unit nnRNN (Adam 1e-3, the cell's defaults) reaches a training loss of 1.05 "
+        "while its validation NLL stays above 9.1: it overfits; the paper gives no nnRNN "
+        "settings for this task"),
     ("jsb", "urnn"): (
         "the 1022-unit uRNN takes about 100 s an epoch on one core (2.8 h for the 100 "
         "epochs)"),
