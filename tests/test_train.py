@@ -401,3 +401,22 @@ def test_missing_tensorboardx_is_said_once(tmp_path, monkeypatch, capsys):
   writer = reporting.MetricWriter(str(tmp_path), tensorboard=True)
   writer.close()
   assert "tensorboardX is not installed" in capsys.readouterr().out
+
+
+def test_a_field_newer_than_the_saved_config_matches_at_its_default(tmp_path):
+  """A workdir written before a config field existed resumes when the field is at its
+  default (and stops when it is not)."""
+  workdir = str(tmp_path)
+  train.train_and_evaluate(tiny("rnn", steps=2, allow_resume_changes=False), workdir)
+  saved = json.load(open(tmp_path / "config.json"))
+  del saved["train"]["allow_resume_changes"]  # as a version without the field wrote it
+  json.dump(saved, open(tmp_path / "config.json", "w"))
+  assert train.train_and_evaluate(tiny("rnn", steps=2, allow_resume_changes=False),
+                                  workdir)["resumed_from"] == 2
+  del saved["model"]["input_projection"]
+  json.dump(saved, open(tmp_path / "config.json", "w"))
+  hoisted = tiny("rnn", steps=2)
+  hoisted.model.input_projection = "hoisted"  # not the default 'auto'
+  with pytest.raises(train.ConfigMismatchError,
+                     match=r"model.input_projection: '<absent>' -> 'hoisted'"):
+    train.train_and_evaluate(hoisted, workdir)

@@ -14,7 +14,9 @@ from __future__ import annotations
 import datetime
 import json
 import os
-from typing import Any
+from typing import Any, Optional
+
+from lvf_jax.train.config import base_config
 
 CONFIG = "config.json"
 RESUMES = "resumes.jsonl"
@@ -40,12 +42,17 @@ def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
   return {prefix[:-1]: tree}
 
 
-def config_differences(saved: dict, new: dict) -> dict[str, tuple[Any, Any]]:
+def config_differences(saved: dict, new: dict,
+                       defaults: Optional[dict] = None) -> dict[str, tuple[Any, Any]]:
   """``{dotted field: (saved value, new value)}`` for every field that differs (a field
-  only one side has counts, with ``'<absent>'`` on the other)."""
+  only one side has counts, with ``'<absent>'`` on the other, except a field the saved
+  config predates: absent there and at its value of ``defaults``, a nested dict such as
+  :func:`lvf_jax.train.config.base_config`'s)."""
   a, b = _flatten(saved), _flatten(new)
+  d = _flatten(defaults or {})
   return {k: (a.get(k, "<absent>"), b.get(k, "<absent>")) for k in sorted(set(a) | set(b))
-          if a.get(k, "<absent>") != b.get(k, "<absent>")}
+          if a.get(k, "<absent>") != b.get(k, "<absent>")
+          and not (k not in a and k in d and b.get(k) == d[k])}
 
 
 def check_resume(config, workdir: str, resuming: bool) -> None:
@@ -57,7 +64,7 @@ def check_resume(config, workdir: str, resuming: bool) -> None:
   if resuming and os.path.exists(path):
     with open(path) as f:
       saved = json.load(f)
-    diffs = config_differences(saved, json.loads(new_json))
+    diffs = config_differences(saved, json.loads(new_json), base_config().to_dict())
     allowed = bool(config.train.get("allow_resume_changes", False))
     unsafe = {k: v for k, v in diffs.items() if not (allowed and k in SAFE_TO_CHANGE)}
     if unsafe:
