@@ -514,6 +514,8 @@ def release_row(table: Table, row: Row, workdir: str) -> str:
   whole test split of the config (the fixed evaluation set of a synthetic task).
   """
   from lvf_jax import zoo  # pylint: disable=g-import-not-at-top
+  if row.analytic:
+    return "not released (a computed row has no weights)"
   results = [r for r in results_of_row(table, row, workdir) if not r.get("smoke")]
   status = verdict(row.paper, results)
   if status != "meets":
