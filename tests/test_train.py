@@ -260,8 +260,12 @@ def test_configs_list_valid_models():
 def test_resuming_from_a_different_configuration_fails_clearly(tmp_path):
   train.train_and_evaluate(tiny("rnn", steps=2), str(tmp_path))
   other = tiny("lvf", steps=4)  # different parameters in the same workdir
+  with pytest.raises(train.ConfigMismatchError, match=r"model.name: 'rnn' -> 'lvf'"):
+    train.train_and_evaluate(other, str(tmp_path))
+  os.remove(tmp_path / "config.json")  # without the record, the checkpoints still tell
   with pytest.raises(ValueError, match=r"does not match the train state.*new --workdir"):
     train.train_and_evaluate(other, str(tmp_path))
+  assert os.path.isdir(tmp_path / "checkpoints" / "2")  # nothing moved aside
 
 
 def test_guarded_step_freezes_the_state_after_the_first_bad_step():
@@ -420,3 +424,30 @@ def test_a_field_newer_than_the_saved_config_matches_at_its_default(tmp_path):
   with pytest.raises(train.ConfigMismatchError,
                      match=r"model.input_projection: '<absent>' -> 'hoisted'"):
     train.train_and_evaluate(hoisted, workdir)
+
+
+def _flip_a_byte_of_the_largest_file(directory):
+  files = [os.path.join(d, f) for d, _, fs in os.walk(directory) for f in fs]
+  path = max(files, key=os.path.getsize)
+  data = bytearray(open(path, "rb").read())
+  data[len(data) // 2] ^= 0xFF
+  open(path, "wb").write(bytes(data))
+  return path
+
+
+def test_a_damaged_latest_checkpoint_falls_back_to_the_previous_step(tmp_path, capsys):
+  straight, damaged = str(tmp_path / "straight"), str(tmp_path / "damaged")
+  train.train_and_evaluate(tiny("rnn", steps=9), straight)
+  train.train_and_evaluate(tiny("rnn", steps=6), damaged)  # checkpoints at steps 3 and 6
+  _flip_a_byte_of_the_largest_file(os.path.join(damaged, "checkpoints", "6"))
+  capsys.readouterr()
+  summary = train.train_and_evaluate(tiny("rnn", steps=9), damaged)
+  err = capsys.readouterr().err
+  assert summary["resumed_from"] == 3
+  assert "checkpoint of step 6 is damaged" in err and "Traceback" not in err
+  assert os.path.isdir(os.path.join(damaged, "checkpoints", "damaged-6"))  # kept, aside
+  a, b = _final_state(tiny("rnn", steps=9), straight), _final_state(tiny("rnn", steps=9),
+                                                                    damaged)
+  assert int(b.step) == 9
+  for x, y in zip(jax.tree_util.tree_leaves(a.params), jax.tree_util.tree_leaves(b.params)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))

@@ -4,11 +4,18 @@ Orbax writes each checkpoint into a temporary directory and renames it only once
 write has finished, so a save interrupted by a crash leaves no directory that
 ``latest_step`` would pick up: a resumed run restores the last *complete* checkpoint.
 Saves are synchronous, so a checkpoint reported as saved is on disk.
+
+A checkpoint damaged on disk afterwards (a flipped byte, a truncated file) is found at
+restore: :meth:`Checkpointer.restore_latest` then falls back to the newest step that
+restores, moves the damaged one aside to ``damaged-<step>`` (never deletes it) and says so.
+When no step restores, the checkpoints belong to another configuration and the error says
+so.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Optional
 
 import jax
@@ -20,9 +27,9 @@ class Checkpointer:
 
   def __init__(self, directory: str, keep: int = 3):
     self.directory = os.path.abspath(directory)
-    options = ocp.CheckpointManagerOptions(
+    self._options = ocp.CheckpointManagerOptions(
         max_to_keep=keep, create=True, enable_async_checkpointing=False)
-    self._manager = ocp.CheckpointManager(self.directory, options=options)
+    self._manager = ocp.CheckpointManager(self.directory, options=self._options)
 
   def latest_step(self) -> Optional[int]:
     return self._manager.latest_step()
@@ -46,6 +53,39 @@ class Checkpointer:
           f"the checkpoint of step {step} in {self.directory} does not match the train state "
           f"of this configuration (another model, task or lvf_jax version wrote it: {first}); "
           f"use a new --workdir or remove the old one.") from e
+
+  def restore_latest(self, target: Any) -> tuple[Any, Optional[int]]:
+    """``(state, step)`` of the newest step that restores into ``target`` (``(target,
+    None)`` without checkpoints). Newer steps that fail while an older one restores are
+    damaged: each is moved to ``damaged-<step>`` with a warning naming it."""
+    steps = sorted(self.all_steps(), reverse=True)
+    if not steps:
+      return target, None
+    failures = []
+    for step in steps:
+      try:
+        state = self.restore(target, step)
+      except Exception as e:  # pylint: disable=broad-except  (orbax / tensorstore errors)
+        failures.append((step, e))
+        continue
+      for bad, error in failures:
+        self._move_aside(bad, error)
+      return state, step
+    step, error = failures[0]
+    if isinstance(error, ValueError):
+      raise error
+    raise ValueError(f"no checkpoint in {self.directory} restores (step {step}: "
+                     f"{str(error).strip().splitlines()[0]}).") from error
+
+  def _move_aside(self, step: int, error: Exception) -> None:
+    self._manager.close()
+    src = os.path.join(self.directory, str(step))
+    dst = os.path.join(self.directory, f"damaged-{step}")
+    os.replace(src, dst)
+    self._manager = ocp.CheckpointManager(self.directory, options=self._options)
+    reason = str(error).strip().splitlines()[0][:200]
+    print(f"lvf_jax: warning: the checkpoint of step {step} is damaged ({reason}); moved "
+          f"to {dst}, resuming from an older step.", file=sys.stderr)
 
   def close(self) -> None:
     self._manager.close()

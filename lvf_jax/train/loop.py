@@ -257,7 +257,11 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
     ckpt.close()
     raise
   if resumed_from is not None:
-    state = ckpt.restore(state, resumed_from)
+    try:
+      state, resumed_from = ckpt.restore_latest(state)
+    except ValueError:
+      ckpt.close()
+      raise
   start = int(state.step)
   writer = reporting.MetricWriter(workdir, tensorboard=bool(t.get("tensorboard", True)),
                                   resume_step=start)
