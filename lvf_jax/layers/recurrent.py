@@ -25,6 +25,7 @@ from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import linen as nn
 from flax.linen.recurrent import flip_sequences
 
@@ -225,12 +226,14 @@ class Recurrent(nn.Module):
         raise ValueError(
             f"Recurrent: argument 'seq_lengths' must be an int array of shape (*batch,) = "
             f"{batch_shape}; got {seq_lengths.dtype} of shape {seq_lengths.shape}.")
-      if not isinstance(seq_lengths, jax.core.Tracer) and seq_lengths.size and (
-          int(seq_lengths.min()) < 0 or int(seq_lengths.max()) > num_steps):
+      try:  # checked where the lengths are concrete (not under jit / vmap tracing)
+        known = np.asarray(seq_lengths)
+      except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+        known = None
+      if known is not None and known.size and (known.min() < 0 or known.max() > num_steps):
         raise ValueError(
             f"Recurrent: argument 'seq_lengths' must lie in [0, {num_steps}] (the number of "
-            f"time steps); got values from {int(seq_lengths.min())} to "
-            f"{int(seq_lengths.max())}.")
+            f"time steps); got values from {int(known.min())} to {int(known.max())}.")
       mask = length_mask(seq_lengths, num_steps)
 
     if initial_carry is None:
