@@ -159,7 +159,9 @@ ILL_CONDITIONED = ("with d = 0.2 the noise covariance C that J inverts has a con
                    "J_tot = {}")
 # J_tot at 40 decimal digits (mpmath; the script is in the row note's measurement, not run
 # by the harness): the d = 0.2 rows, where float64 cannot resolve it.
-FMC_HIGH_PRECISION = {(1.00, 0.0, 0.2): "16.298", (0.95, 0.0, 0.2): "11.939"}
+FMC_HIGH_PRECISION = {(1.00, 0.0, 0.2): "16.298", (0.95, 0.0, 0.2): "11.939",
+                      (1.05, 0.0, 0.2): "20.837", (0.95, 0.005, 0.2): "12.090",
+                      (1.05, 0.005, 0.2): "20.885"}
 
 T6 = Table(
     paper="nnrnn", number="6",
