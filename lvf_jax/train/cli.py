@@ -48,15 +48,29 @@ def resolve_config_arg(value: str) -> str:
   return value  # absl reports the missing file
 
 
+def _config_values(argv: Sequence[str]) -> list[tuple[int, str, str]]:
+  """``(index, prefix, value)`` of every ``--config=X`` (``argv[index] = prefix + X``) and
+  ``--config X`` (the value is the next argument, no prefix)."""
+  out = []
+  for i, arg in enumerate(argv):
+    if arg.startswith("--config="):
+      out.append((i, "--config=", arg[len("--config="):]))
+    elif arg == "--config" and i + 1 < len(argv):
+      out.append((i + 1, "", argv[i + 1]))
+  return out
+
+
 def resolve_argv(argv: Sequence[str]) -> list[str]:
   """``argv`` with the file of ``--config=X`` / ``--config X`` resolved."""
   out = list(argv)
-  for i, arg in enumerate(out):
-    if arg.startswith("--config="):
-      out[i] = "--config=" + resolve_config_arg(arg[len("--config="):])
-    elif arg == "--config" and i + 1 < len(out):
-      out[i + 1] = resolve_config_arg(out[i + 1])
+  for i, prefix, value in _config_values(argv):
+    out[i] = prefix + resolve_config_arg(value)
   return out
+
+
+def _fail(message: str) -> None:
+  print(f"lvf_jax: error: {message}", file=sys.stderr)
+  sys.exit(2)
 
 
 def main(argv) -> None:
@@ -77,25 +91,17 @@ def main(argv) -> None:
     else:
       loop.train_and_evaluate(config, _WORKDIR.value)
   except ValueError as e:  # bad configuration: a one-line message, no traceback
-    print(f"lvf_jax: error: {e}", file=sys.stderr)
-    sys.exit(2)
+    _fail(str(e))
   except loop.NonFiniteLossError as e:
     print(f"lvf_jax: {e}", file=sys.stderr)
     sys.exit(3)
 
 
-def _fail(message: str) -> None:
-  print(f"lvf_jax: error: {message}", file=sys.stderr)
-  sys.exit(2)
-
-
 def parse_flags(argv: Sequence[str]) -> list[str]:
   """absl's flag parsing, with a bad ``--config`` (a missing file, an unknown preset, an
   unknown field) or a bad flag reported in one line and exit status 2, not a traceback."""
-  for i, arg in enumerate(argv):
-    value = arg[len("--config="):] if arg.startswith("--config=") else (
-        argv[i + 1] if arg == "--config" and i + 1 < len(argv) else None)
-    if value is not None and not os.path.isfile(value.partition(":")[0]):
+  for _, _, value in _config_values(argv):
+    if not os.path.isfile(value.partition(":")[0]):
       shipped = shipped_configs_dir()
       names = sorted(f for f in os.listdir(shipped) if f.endswith(".py") and f[0] != "_") \
           if shipped else []

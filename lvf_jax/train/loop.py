@@ -253,15 +253,11 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
   resumed_from = ckpt.latest_step()
   try:  # a resume with another config stops here, before anything is written
     resume.check_resume(config, workdir, resuming=resumed_from is not None)
-  except resume.ConfigMismatchError:
+    if resumed_from is not None:
+      state, resumed_from = ckpt.restore_latest(state)
+  except ValueError:  # ConfigMismatchError, or no checkpoint restores
     ckpt.close()
     raise
-  if resumed_from is not None:
-    try:
-      state, resumed_from = ckpt.restore_latest(state)
-    except ValueError:
-      ckpt.close()
-      raise
   start = int(state.step)
   writer = reporting.MetricWriter(workdir, tensorboard=bool(t.get("tensorboard", True)),
                                   resume_step=start)
@@ -297,18 +293,21 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
       step += 1
       steps_done += 1
       pending.append(metrics)
-      if (step % int(t.log_every) == 0 or step % int(t.eval_every) == 0
-          or step % int(t.checkpoint_every) == 0 or step == int(t.steps)):
-        if int(health.bad_step) >= 0:  # the one host check, before anything is written
-          raise NonFiniteLossError(int(health.bad_step), float(health.loss), last_saved,
-                                   ckpt.directory, float(health.grad_norm))
-      if step % int(t.log_every) == 0 or step == int(t.steps):
+      last = step == int(t.steps)
+      log_now = step % int(t.log_every) == 0 or last
+      eval_now = step % int(t.eval_every) == 0 or last
+      save_now = step % int(t.checkpoint_every) == 0 or last
+      if (log_now or eval_now or save_now) and int(health.bad_step) >= 0:
+        # the one host check, before anything is written
+        raise NonFiniteLossError(int(health.bad_step), float(health.loss), last_saved,
+                                 ckpt.directory, float(health.grad_norm))
+      if log_now:
         rec = writer.write(step, "train", _mean_records(pending))
         pending = []
         progress.update(int(t.log_every) if step % int(t.log_every) == 0 else
                         step - (step // int(t.log_every)) * int(t.log_every),
                         loss=rec["loss"], **({"acc": rec["accuracy"]} if "accuracy" in rec else {}))
-      if step % int(t.eval_every) == 0 or step == int(t.steps):
+      if eval_now:
         val = writer.write(step, "validation",
                            evaluate(eval_step, pipeline, state.params, state.extras, "validation"))
         if val["loss"] < best["loss"]:
@@ -318,7 +317,7 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
                       test={k: v for k, v in test.items() if k not in ("step", "split")})
           save_best_variables(workdir, step, state.params, state.extras,
                               {k: v for k, v in val.items() if k not in ("step", "split")})
-      if step % int(t.checkpoint_every) == 0 or step == int(t.steps):
+      if save_now:
         ckpt.save(step, state)
         last_saved = step
   finally:
