@@ -14,6 +14,15 @@ the terms to be recorded::
     y, state = model.apply(variables, x, mutable=['losses'])
     loss = task_loss(y) + regularization_loss(state)
 
+Under ``flax.nnx`` (a linen layer wrapped with ``flax.nnx.bridge.ToNNX``) the collection is
+likewise only recorded when the call marks it mutable; the terms then live in the module
+and :func:`regularization_loss` reads them from it, inside the differentiated function::
+
+    def loss_fn(model):
+      y = model(x, mutable=['losses'])
+      return task_loss(y) + regularization_loss(model)
+    grads = nnx.grad(loss_fn)(model)
+
 Each term *overwrites* the previous value of the same name (it depends on the parameters
 only), so calling a layer several times in one forward pass (e.g. truncated BPTT chunks)
 counts it once. Inside :class:`flax.linen.RNN` (which scans the cell with
@@ -23,7 +32,8 @@ counts it once. Inside :class:`flax.linen.RNN` (which scans the cell with
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import sys
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -49,14 +59,27 @@ def sow_loss(module: nn.Module, name: str, value: Any) -> bool:
   return module.sow(COLLECTION, name, value, reduce_fn=_overwrite, init_fn=_zero)
 
 
-def regularization_terms(variables: Mapping[str, Any]) -> dict[str, Any]:
+def _nnx_losses(module: Any) -> Any:
+  """The ``'losses'`` collection of a ``flax.nnx`` module as a nested dict (None when
+  ``module`` is not one)."""
+  nnx = sys.modules.get("flax.nnx")  # a module of that kind exists only once nnx is imported
+  if nnx is None or not isinstance(module, nnx.Module):
+    return None
+  kind = nnx.variable_type_from_name(COLLECTION, allow_register=True)
+  return nnx.to_pure_dict(nnx.state(module, kind))
+
+
+def regularization_terms(variables: Any) -> dict[str, Any]:
   """Flat ``{'path/to/cell/name': value}`` of every sown term.
 
   Args:
     variables: the mutated state returned by ``apply(..., mutable=['losses'])`` (or a
-      dict holding a ``'losses'`` entry), or the ``'losses'`` collection itself.
+      dict holding a ``'losses'`` entry), the ``'losses'`` collection itself, or a
+      ``flax.nnx`` module (e.g. ``nnx.bridge.ToNNX``) called with ``mutable=['losses']``.
   """
-  losses = variables.get(COLLECTION, variables) if hasattr(variables, "get") else variables
+  losses = _nnx_losses(variables)
+  if losses is None:
+    losses = variables.get(COLLECTION, variables) if hasattr(variables, "get") else variables
   flat = jax.tree_util.tree_flatten_with_path(losses)[0]
   out = {}
   for path, leaf in flat:
@@ -65,7 +88,7 @@ def regularization_terms(variables: Mapping[str, Any]) -> dict[str, Any]:
   return out
 
 
-def regularization_loss(variables: Mapping[str, Any], dtype: Any = jnp.float32) -> jax.Array:
+def regularization_loss(variables: Any, dtype: Any = jnp.float32) -> jax.Array:
   """Sum of every regularisation term sown into ``'losses'`` (0 if none).
 
   Differentiable w.r.t. the parameters when computed inside the function being

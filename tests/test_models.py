@@ -8,6 +8,7 @@ from flax import linen as nn
 from flax import nnx
 
 from lvf_jax import cells, layers, models
+from lvf_jax.regularization import regularization_loss, regularization_terms
 
 B, T, M = 2, 6, 3
 
@@ -137,3 +138,42 @@ def test_nnx_bridge():
   grads = nnx.grad(loss)(model)
   g = nnx.to_pure_dict(grads)
   assert np.any(np.asarray(g["cell"]["vector_field"]) != 0)
+
+
+@pytest.mark.parametrize("cell", [
+    cells.LVFRNNCell(5, div_penalty=0.7),
+    cells.NNRNNCell(6, delta=0.3, t_decay=0.05),
+], ids=["lvf", "nnrnn"])
+def test_nnx_regularization_reaches_the_loss_and_gradient_as_in_linen(cell):
+  """The sown penalties of a ToNNX-wrapped layer: same value and gradient as linen's."""
+  layer = layers.Recurrent(cell)
+  x = data()
+  variables = layer.init(jax.random.key(0), x)
+  leaves, tree = jax.tree_util.tree_flatten(variables["params"])
+  keys = jax.random.split(jax.random.key(1), len(leaves))
+  # Away from the initialisation (divergence-free there, gamma = 1), so the penalties matter.
+  params = tree.unflatten([p + 0.3 * jax.random.normal(k, p.shape, p.dtype)
+                           for p, k in zip(leaves, keys)])
+
+  def linen_loss(p):
+    y, state = layer.apply({"params": p}, x, mutable=["losses"])
+    return jnp.mean(y ** 2) + regularization_loss(state)
+
+  model = nnx.bridge.ToNNX(layer, rngs=nnx.Rngs(0))
+  nnx.bridge.lazy_init(model, x)
+  state = nnx.state(model, nnx.Param)
+  nnx.replace_by_pure_dict(state, params)
+  nnx.update(model, state)
+
+  def nnx_loss(m):
+    y = m(x, mutable=["losses"])
+    return jnp.mean(y ** 2) + regularization_loss(m)
+
+  penalty = linen_loss(params) - jnp.mean(layer.apply({"params": params}, x) ** 2)
+  assert penalty > 1e-3
+  _close(nnx_loss(model), linen_loss(params))
+  expected = jax.grad(linen_loss)(params)
+  got = nnx.to_pure_dict(nnx.grad(nnx_loss)(model))
+  jax.tree_util.tree_map(lambda a, b: _close(a, b), got, expected)
+  assert set(regularization_terms(model)) == set(
+      regularization_terms(layer.apply({"params": params}, x, mutable=["losses"])[1]))

@@ -6,6 +6,9 @@ recurrent kernel ``K = M^T`` for the paper's column-form matrix ``M``.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import typing
 from typing import Any
 
 from lvf_jax.cells.antisymmetric import AntisymmetricRNNCell, GatedAntisymmetricRNNCell
@@ -38,10 +41,63 @@ CELLS = {
 }
 
 
-def make_cell(name: str, features: int, **kwargs: Any):
-  """Builds the cell registered as ``name`` (see ``CELLS``) with ``features`` hidden units."""
+#: Types a config file or the command line can give a cell option.
+OPTION_TYPES = (bool, int, float, str)
+#: Fields of every cell that are not options (the hidden size, Flax's bookkeeping, dtypes).
+_NOT_OPTIONS = ("features", "parent", "name", "dtype", "param_dtype")
+
+
+def _check_name(fn: str, name: str) -> None:
   if name not in CELLS:
-    raise ValueError(f"make_cell: argument 'name' must be one of {sorted(CELLS)}; got {name!r}.")
+    raise ValueError(f"{fn}: argument 'name' must be one of {sorted(CELLS)}; got {name!r}.")
+
+
+@functools.cache
+def cell_options(name: str) -> dict[str, tuple[type, Any]]:
+  """The options of the cell registered as ``name`` that a config can set.
+
+  Every field of the cell's dataclass whose type is a bool, int, float or str (or an
+  ``Optional`` of one; a field that takes a str or a callable counts as a str when its
+  default is a str), with its default: ``{'tau': (float, 1.0), 'rho': (int, None), ...}``.
+  Initialisers and other callables are left to Python code.
+  """
+  _check_name("cell_options", name)
+  cls = CELLS[name]
+  hints = typing.get_type_hints(cls)
+  out = {}
+  for field in dataclasses.fields(cls):
+    if field.name in _NOT_OPTIONS or field.default is dataclasses.MISSING:
+      continue
+    kinds = [t for t in (typing.get_args(hints[field.name]) or (hints[field.name],))
+             if t in OPTION_TYPES]
+    default = field.default
+    if default is None and len(kinds) == 1:
+      out[field.name] = (kinds[0], None)
+    elif default is not None and type(default) in kinds:
+      out[field.name] = (type(default), default)
+  return out
+
+
+def cell_fields(name: str) -> tuple[str, ...]:
+  """Every keyword argument the cell registered as ``name`` takes (options and callables)."""
+  _check_name("cell_fields", name)
+  return tuple(f.name for f in dataclasses.fields(CELLS[name])
+               if f.name not in ("features", "parent", "name"))
+
+
+def make_cell(name: str, features: int, **kwargs: Any):
+  """Builds the cell registered as ``name`` (see ``CELLS``) with ``features`` hidden units.
+
+  Raises:
+    ValueError: for an unknown ``name`` or a keyword argument the cell does not take (the
+      message lists the ones it takes).
+  """
+  _check_name("make_cell", name)
+  unknown = sorted(set(kwargs) - set(cell_fields(name)))
+  if unknown:
+    raise ValueError(
+        f"make_cell: cell {name!r} takes no option(s) {unknown}; its options are "
+        f"{sorted(cell_options(name))}.")
   return CELLS[name](features, **kwargs)
 
 
@@ -50,5 +106,5 @@ __all__ = [
     "FullCapacityURNNCell", "GORUCell", "GRUCell", "GatedAntisymmetricRNNCell",
     "InputProjection", "KernelCell", "LSTMCell", "LVFRNNCell", "NCGRUCell", "NNRNNCell",
     "OrthInitRNNCell", "ScoRNNCell", "StructuredCell", "TanhRNNCell", "URNNCell",
-    "compute_dtype", "make_cell",
+    "OPTION_TYPES", "cell_fields", "cell_options", "compute_dtype", "make_cell",
 ]

@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 from lvf_jax.train import loop, reporting
+from lvf_jax.train.config import cell_config
 
 
 def _run_config(config, overrides: dict[str, Any]):
@@ -23,7 +24,13 @@ def _run_config(config, overrides: dict[str, Any]):
     del c["runner"]
     for section, values in overrides.items():
       for key, value in values.items():
-        c[section][key] = value
+        if (section, key) != ("model", "cell"):
+          c[section][key] = value
+    # The run's cell options: the base config's when it trains the same cell, else the
+    # cell's defaults; then the run's own.
+    same = c.model.name == config.model.name
+    c.model.cell = cell_config(c.model.name, {**(config.model.cell.to_dict() if same else {}),
+                                              **overrides.get("model", {}).get("cell", {})})
   return c
 
 

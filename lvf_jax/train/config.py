@@ -22,20 +22,25 @@ from typing import Any
 import jax
 import ml_collections
 
+from lvf_jax import cells as cells_lib
+from lvf_jax import optim as optim_lib
 from lvf_jax.layers import INPUT_PROJECTIONS
 from lvf_jax.train import builders
 
+#: ``config.optim`` fields the training loop handles itself (not ``make_optimizer``'s).
+LOOP_OPTIM_DEFAULTS = {"dtriv_every": 0, "dtriv_orthonormalize_every": 30}
+
 
 def base_config() -> ml_collections.ConfigDict:
-  """Defaults shared by every config in ``configs/``."""
+  """Defaults shared by every config in ``configs/``: every optimiser field
+  (:func:`optim_config`) and an empty ``model.cell`` (:func:`make_config` fills in the
+  options of the chosen cell)."""
   c = ml_collections.ConfigDict()
   c.task = ml_collections.ConfigDict({"name": "copy", "options": {}})
   c.model = ml_collections.ConfigDict({
       "name": "exprnn", "hidden": 128, "num_layers": 1, "dropout": 0.0, "cell": {},
       "unroll": 1, "checkpoint": False, "fused": True, "input_projection": "auto"})
-  c.optim = ml_collections.ConfigDict({
-      "optimizer": "rmsprop", "learning_rate": 1e-3, "dtriv_every": 0,
-      "dtriv_orthonormalize_every": 30})
+  c.optim = optim_config()
   c.train = ml_collections.ConfigDict({
       "steps": 1000,
       "batch_size": 128,
@@ -109,10 +114,49 @@ def validate_config(config: ml_collections.ConfigDict):
   return pipeline
 
 
+def optim_config(values: dict = None) -> ml_collections.ConfigDict:
+  """Every field of ``config.optim``: :func:`lvf_jax.optim.make_optimizer`'s (at their
+  defaults, ``None`` ones typed so the command line can set them) and the loop's dtriv
+  fields, updated with ``values``."""
+  c = optim_lib.default_config()
+  for key, value in {**LOOP_OPTIM_DEFAULTS, **(values or {})}.items():
+    c[key] = value
+  return c
+
+
+def cell_config(name: str, values: dict = None) -> ml_collections.ConfigDict:
+  """Every option of the cell ``name`` (:func:`lvf_jax.cells.cell_options`) at its default
+  (``None`` ones typed so the command line can set them), updated with ``values``."""
+  c = ml_collections.ConfigDict()
+  if name in cells_lib.CELLS:  # an unknown name is reported by validate_config
+    for key, (kind, default) in cells_lib.cell_options(name).items():
+      c[key] = ml_collections.config_dict.placeholder(kind) if default is None else default
+  for key, value in (values or {}).items():
+    if key in c and c[key] is None:
+      c[key] = value
+    else:
+      with c.ignore_type():
+        c[key] = value
+  return c
+
+
+def config_defaults(model: str) -> dict:
+  """:func:`base_config` as a dict with the options of the cell ``model`` at their defaults:
+  the values a config written before a field existed implicitly had."""
+  d = base_config().to_dict()
+  d["model"]["cell"] = cell_config(model).to_dict()
+  return d
+
+
 def make_config(task: str, task_options: dict, model: str, hidden: Any, *, cell: dict = None,
                 optim: dict = None, train: dict = None, num_layers: int = 1,
                 dropout: float = 0.0) -> ml_collections.ConfigDict:
-  """A full config: :func:`base_config` updated with the given sections (used by ``configs/``)."""
+  """A full config: :func:`base_config` updated with the given sections (used by ``configs/``).
+
+  ``config.model.cell`` holds every option of the cell (:func:`cell_config`) and
+  ``config.optim`` every field of the optimiser (:func:`optim_config`), so each can be set
+  from the command line whether or not the preset names it.
+  """
   c = base_config()
   c.task.name = task
   c.task.options = dict(task_options)
@@ -120,9 +164,8 @@ def make_config(task: str, task_options: dict, model: str, hidden: Any, *, cell:
   c.model.hidden = hidden
   c.model.num_layers = num_layers
   c.model.dropout = dropout
-  c.model.cell = dict(cell or {})
-  for key, value in (optim or {}).items():
-    c.optim[key] = value
+  c.model.cell = cell_config(model, cell)
+  c.optim = optim_config(optim)
   for key, value in (train or {}).items():
     c.train[key] = value
   return c

@@ -137,6 +137,14 @@ def build_cells(config) -> list:
     raise ValueError(
         f"config: 'model.hidden' lists {len(sizes)} sizes but model.num_layers is "
         f"{m.num_layers}.")
+  if m.name in cells_lib.CELLS:
+    unknown = sorted(set(kwargs) - set(cells_lib.cell_fields(m.name)))
+    if unknown:
+      raise ValueError(
+          f"config: 'model.cell' sets {unknown}, which cell {m.name!r} (model.name) does not "
+          f"take; its options are {sorted(cells_lib.cell_options(m.name))}. To train another "
+          f"model, choose its preset (--config=<file>.py:{m.name}) rather than "
+          f"--config.model.name.")
   return [cells_lib.make_cell(m.name, int(n), **kwargs) for n in sizes]
 
 

@@ -16,7 +16,7 @@ import json
 import os
 from typing import Any, Optional
 
-from lvf_jax.train.config import base_config
+from lvf_jax.train.config import config_defaults
 
 CONFIG = "config.json"
 RESUMES = "resumes.jsonl"
@@ -47,7 +47,7 @@ def config_differences(saved: dict, new: dict,
   """``{dotted field: (saved value, new value)}`` for every field that differs (a field
   only one side has counts, with ``'<absent>'`` on the other, except a field the saved
   config predates: absent there and at its value of ``defaults``, a nested dict such as
-  :func:`lvf_jax.train.config.base_config`'s)."""
+  :func:`lvf_jax.train.config.config_defaults`)."""
   a, b = _flatten(saved), _flatten(new)
   d = _flatten(defaults or {})
   return {k: (a.get(k, "<absent>"), b.get(k, "<absent>")) for k in sorted(set(a) | set(b))
@@ -64,7 +64,8 @@ def check_resume(config, workdir: str, resuming: bool) -> None:
   if resuming and os.path.exists(path):
     with open(path) as f:
       saved = json.load(f)
-    diffs = config_differences(saved, json.loads(new_json), base_config().to_dict())
+    model = (saved.get("model") or {}).get("name", "")
+    diffs = config_differences(saved, json.loads(new_json), config_defaults(model))
     allowed = bool(config.train.get("allow_resume_changes", False))
     unsafe = {k: v for k, v in diffs.items() if not (allowed and k in SAFE_TO_CHANGE)}
     if unsafe:
