@@ -316,14 +316,18 @@ def test_goru_step_equals_numpy_equation():
   np.testing.assert_allclose(_np(p["bias_c"]), 0.01)
 
 
-@pytest.mark.parametrize("name, kw", [("urnn", {}), ("eurnn", {"capacity": 4}), ("fcurnn", {})])
-def test_unitary_recurrence_preserves_the_norm(name, kw):
-  """modReLU with b = 0 is the identity: with zero inputs ||h_t|| = ||h_0|| for 200 steps."""
-  cell = cells.make_cell(name, 8, bias_init=nn.initializers.zeros_init(), **kw)
+@pytest.mark.parametrize("name, kw, n", [
+    ("urnn", {}, 8), ("urnn", {}, 5), ("eurnn", {"capacity": 4}, 8), ("eurnn", {}, 5),
+    ("fcurnn", {}, 8), ("fcurnn", {}, 5)])
+def test_unitary_recurrence_preserves_the_norm(name, kw, n):
+  """modReLU with b = 0 is the identity: with zero inputs ||h_t|| = ||h_0|| for 200 steps.
+  ``features`` is the complex size n, which may be odd (the FFT and the reflections of the
+  uRNN, EUNN's unpaired last unit): the carry has 2n real entries."""
+  cell = cells.make_cell(name, n, bias_init=nn.initializers.zeros_init(), **kw)
   layer = layers.Recurrent(cell, return_carry=True)
   x = jnp.zeros((3, 200, 2))
   params = jax.jit(layer.init)(jax.random.key(0), x)
-  h0 = jax.random.normal(jax.random.key(1), (3, 16))
+  h0 = jax.random.normal(jax.random.key(1), (3, 2 * n))
   carry, ys = jax.jit(lambda p: layer.apply(p, x, initial_carry=h0))(params)
   np.testing.assert_allclose(np.linalg.norm(ys, axis=-1),
                              np.broadcast_to(np.linalg.norm(h0, axis=-1)[:, None], (3, 200)),

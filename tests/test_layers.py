@@ -155,3 +155,18 @@ def test_fused_layer_matches_plain_scan(name):
   g_fast = jax.grad(loss)(params, fast)
   g_plain = jax.grad(loss)(params, plain)
   _close(g_fast, g_plain, tol=2e-4)
+
+
+def test_forward_mode_through_the_fused_layer_names_the_forward_mode_path():
+  x = data()
+  fused = layers.Recurrent(cells.ExpRNNCell(N), fused=True)
+  params = fused.init(jax.random.key(0), x)
+  with pytest.raises(TypeError, match=r"Recurrent\(fused=True\).*reverse-mode.*"
+                                      r"Use Recurrent\(..., fused=False\)"):
+    jax.jvp(lambda v: fused.apply(params, v), (x,), (x,))
+  plain = layers.Recurrent(cells.ExpRNNCell(N), fused=False)
+  y, ty = jax.jvp(lambda v: plain.apply(params, v), (x,), (x,))
+  _, pullback = jax.vjp(lambda v: fused.apply(params, v), x)
+  # <ty, c> from forward mode equals <x, J^T c> from the fused layer's reverse mode.
+  c = jax.random.normal(jax.random.key(1), y.shape)
+  np.testing.assert_allclose(jnp.vdot(ty, c), jnp.vdot(x, pullback(c)[0]), rtol=1e-4)

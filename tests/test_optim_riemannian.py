@@ -386,3 +386,23 @@ def test_orthonormalize_and_reorthonormalize(x64, method):
   assert float(g.orthogonality_error(p + u)) < 1e-12
 
 
+
+
+@pytest.mark.parametrize("make, unitary", [
+    (lambda: optim.scornn(optax.sgd(0.1), 1), False),
+    (lambda: optim.neumann_cayley(optax.sgd(0.1), 1), False),
+    (lambda: optim.multiplicative_cayley(0.1), False),
+    (lambda: optim.multiplicative_cayley(0.1, unitary=True), True),
+], ids=["scornn", "neumann_cayley", "multiplicative", "multiplicative_unitary"])
+def test_riemannian_updates_refuse_a_start_off_the_manifold(make, unitary):
+  n = 5
+  q = np.linalg.qr(np.random.RandomState(0).randn(n, n))[0]
+  good = np.stack([q, np.zeros_like(q)]) if unitary else q
+  tx = make()
+  tx.init({"w": jnp.asarray(good, jnp.float32)})  # on the manifold: accepted
+  bad = good * 1.01
+  with pytest.raises(ValueError, match=r"leaf \['w'\] of 'params' must be "
+                                       + ("unitary" if unitary else "orthogonal")
+                                       + r" to start with.*max \|W\^H W - I\| = 0.0201"):
+    tx.init({"w": jnp.asarray(bad, jnp.float32)})
+  jax.eval_shape(tx.init, {"w": jnp.asarray(bad, jnp.float32)})  # traced: not checked

@@ -164,7 +164,8 @@ class Recurrent(nn.Module):
       u + b)`` cells (:class:`~lvf_jax.cells.base.KernelCell`, tanh RNNs), the
       AntisymmetricRNN cells and the LSTM / GRU / GORU / NC-GRU; other cells (LSTM / GRU
       with non-default gate functions, Flax's own cells) use the plain scan. Same outputs
-      and gradients (tested).
+      and gradients (tested). Reverse mode only (``jax.grad``, ``jax.vjp``); for forward
+      mode (``jax.jvp``, ``jax.jacfwd``, ``jax.hessian``) use ``fused=False``.
     input_projection: where the fused scan gets ``x_t W``: ``'hoisted'`` (one large
       product over the whole sequence before the loop), ``'in_loop'`` (one small product
       per step inside the loop, the weight gradient still one large product after it:
@@ -259,7 +260,17 @@ class Recurrent(nn.Module):
           return scan(p, c, u_, mask=m, reverse=reverse, unroll=self.unroll, **kw)
         if self.checkpoint:
           run = jax.checkpoint(run)
-        carry, ys = run(prep, carry, u, weights, mask)
+        try:
+          carry, ys = run(prep, carry, u, weights, mask)
+        except TypeError as e:
+          if "forward-mode" not in str(e):
+            raise
+          raise TypeError(
+              f"Recurrent(fused=True): the fused scan of {type(self.cell).__name__} has a "
+              f"hand-written reverse-mode gradient (jax.custom_vjp): jax.grad, jax.vjp and "
+              f"jax.jacrev work, forward mode (jax.jvp, jax.jacfwd, jax.hessian) does not. "
+              f"Use Recurrent(..., fused=False) (the same function, differentiable in both "
+              f"modes) for forward mode.") from e
       else:
         carry, ys = scan_steps(self.cell.step, prep, carry, u, mask=mask, reverse=reverse,
                                unroll=self.unroll, checkpoint=self.checkpoint)

@@ -132,6 +132,31 @@ def check_square_leaves(fn: str, tree: Any, name: str = "params", *,
   return [leaf for _, leaf in leaves_with_path]
 
 
+def check_orthogonal_leaves(fn: str, tree: Any, name: str = "params", *,
+                            unitary: bool = False) -> None:
+  """Raises ``ValueError`` if a concrete leaf of ``tree`` is not an orthogonal matrix
+  (``unitary``: a unitary pair ``[Re W, Im W]``) to its dtype's precision: the Riemannian
+  updates keep a matrix on the manifold only if it starts there. Traced leaves (inside
+  ``jit`` or ``eval_shape``) are not checked."""
+  for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+    if not is_concrete(leaf) or isinstance(leaf, optax.MaskedNode):
+      continue
+    w = np.asarray(leaf, dtype=np.float64)
+    if unitary:
+      w = w[..., 0, :, :] + 1j * w[..., 1, :, :]
+    n = w.shape[-1]
+    gram = np.swapaxes(w, -1, -2).conj() @ w
+    error = float(np.max(np.abs(gram - np.eye(n)))) if w.size else 0.0
+    tol = 1000 * float(jnp.finfo(jnp.result_type(leaf)).eps) * max(1.0, np.sqrt(n))
+    if not error <= tol:
+      kind = "unitary" if unitary else "orthogonal"
+      raise ValueError(
+          f"{fn}: leaf {_path_name(path)} of '{name}' must be {kind} to start with (its "
+          f"updates stay on the manifold only from a point on it); max |W^H W - I| = "
+          f"{error:.3g} > {tol:.3g}. Initialise it {kind}: the cells' orthogonal "
+          f"initialisers, or lvf_jax.optim.orthonormalize(W), the nearest {kind} matrix.")
+
+
 def check_same_structure(fn: str, names: tuple[str, str], a: Any, b: Any) -> None:
   sa, sb = jax.tree.structure(a), jax.tree.structure(b)
   if sa != sb:

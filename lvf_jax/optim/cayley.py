@@ -133,6 +133,7 @@ def _cayley_transform(fn: str, inner: Any, rho: Any, *, neumann: bool, order: An
 
   def init_fn(params):
     leaves = _common.check_square_leaves(fn, params)
+    _common.check_orthogonal_leaves(fn, params)
     treedef = jax.tree.structure(params)
     pairs = [_init_leaf(fn, w, rho) for w in leaves]
     skew = treedef.unflatten([a for a, _ in pairs])

@@ -75,6 +75,7 @@ def multiplicative_cayley(learning_rate: Any, *, reorthonormalize_every: Optiona
 
   def init_fn(params):
     _common.check_square_leaves(fn, params, unitary=unitary)
+    _common.check_orthogonal_leaves(fn, params, unitary=unitary)
     return MultiplicativeCayleyState(count=_common.zero_count(params))
 
   def update_fn(updates, state, params=None, **extra_args):
