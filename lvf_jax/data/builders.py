@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import pathlib
+import sys
 from typing import Optional
 
 from etils import epath
@@ -60,6 +61,18 @@ class _LvfBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     ``checksums.tsv`` next to the code, which these builders do not ship).
     """
     return epath.Path(inspect.getfile(cls))
+
+  # TFDS announces "Downloading and preparing dataset Unknown size ..." before generating
+  # and a "downloaded" line after; these builders read local raw files (downloading only
+  # with allow_download), so they say what they do instead.
+  def _log_download_bytes(self) -> None:
+    config = f"/{self.builder_config.name}" if self.builder_config else ""
+    print(f"lvf_jax: preparing {self.name}{config} once from the raw files in "
+          f"{self._raw_dir} into {self.data_dir}", file=sys.stderr)
+
+  def _log_download_done(self) -> None:
+    print(f"lvf_jax: prepared {self.data_dir}; later runs read it from there",
+          file=sys.stderr)
 
   def _resolve(self, dl_manager, what: str, rel: str, sha256: Optional[str], how: str,
                url: Optional[str] = None, member: Optional[str] = None) -> pathlib.Path:

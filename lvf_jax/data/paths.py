@@ -88,15 +88,16 @@ def tree_sha256(paths: Iterable[PathLike]) -> str:
 
 def missing_file_error(what: str, expected: PathLike, sha256: Optional[str], how: str,
                        env_hint: bool = True) -> MissingDataError:
-  """Builds the standard message for a missing raw file."""
+  """The standard error of a missing raw file: one line naming the file, its checksum and
+  where to get it."""
   msg = [f"{what}: expected file not found: {expected}"]
   if sha256:
-    msg.append(f"  expected sha256: {sha256}")
-  msg.append(f"  how to obtain it: {how}")
+    msg.append(f"expected sha256 {sha256}")
+  msg.append(f"how to obtain it: {how}")
   if env_hint:
-    msg.append(f"  the raw data directory is set by data_dir=... or ${DATA_DIR_ENV} "
-               f"(default: {default_raw_dir()}).")
-  return MissingDataError("\n".join(msg))
+    msg.append(f"the raw data directory is set by data_dir=... or ${DATA_DIR_ENV} "
+               f"(default: {default_raw_dir()})")
+  return MissingDataError("; ".join(msg))
 
 
 def check_file(what: str, path: PathLike, sha256: Optional[str], how: str,
@@ -114,6 +115,6 @@ def check_file(what: str, path: PathLike, sha256: Optional[str], how: str,
     got = sha256_file(path)
     if got != sha256:
       raise CorruptDataError(
-          f"{what}: checksum mismatch for {path}\n  expected sha256: {sha256}\n"
-          f"  actual sha256:   {got}\n  how to obtain a good copy: {how}")
+          f"{what}: checksum mismatch for {path}: expected sha256 {sha256}, got {got}; how "
+          f"to obtain a good copy: {how}")
   return path

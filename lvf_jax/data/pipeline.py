@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import queue
+import re
 import threading
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence
 
@@ -86,9 +87,25 @@ def prepare(name: str, **kwargs) -> tfds.core.DatasetBuilder:
   subclasses naming the missing/corrupt file, its checksum and how to obtain it.
   """
   b = builder(name, **kwargs)
-  b.download_and_prepare(download_config=tfds.download.DownloadConfig(
-      manual_dir=str(b._raw_dir)))  # pylint: disable=protected-access
+  _download_and_prepare(name, b)
   return b
+
+
+def _download_and_prepare(name: str, b) -> None:
+  """``b.download_and_prepare`` from its raw directory; a raw file without the examples of a
+  split raises :class:`~lvf_jax.data.paths.CorruptDataError` (TFDS: an ``AssertionError``)."""
+  raw_dir = b._raw_dir  # pylint: disable=protected-access
+  try:
+    b.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        manual_dir=str(raw_dir)))
+  except AssertionError as e:
+    found = re.search(r'split "([^"]+)": No examples were yielded', str(e))
+    if found is None:
+      raise
+    raise paths.CorruptDataError(
+        f"{name}: the raw files in {raw_dir} hold no examples of split {found.group(1)!r}; "
+        f"the files are incomplete: replace them with complete copies (the data README "
+        f"of each dataset names its source and sha256).") from None
 
 
 def _get_many(source, indices: Sequence[int]) -> List[Dict[str, Any]]:
@@ -309,8 +326,7 @@ def load(name: str, split: str, *, data_dir: Optional[paths.PathLike] = None,
         raise paths.MissingDataError(
             f"load: dataset {name!r} is not prepared in {b.data_dir}; call "
             f"lvf_jax.data.prepare({name!r}) or pass prepare_if_missing=True.")
-      b.download_and_prepare(download_config=tfds.download.DownloadConfig(
-          manual_dir=str(b._raw_dir)))  # pylint: disable=protected-access
+      _download_and_prepare(name, b)
     data_source = b.as_data_source(split=base_split)
     vocab = b.info.metadata.get("vocab") if kind == "ptb" else None
 

@@ -2,7 +2,9 @@
 
 ``--config`` takes a config file and a preset, ``<file>.py:<preset>``: a path (e.g.
 ``configs/copy.py:lvf`` in a checkout, or your own file) or, when no such file exists, the
-name of a shipped config (``lvf_jax.configs``). Every config field can be overridden
+name of a shipped config (``lvf_jax.configs``). ``--download`` lets a dataset task fetch raw
+files missing from the data directory. Errors in the config or the data (a missing, corrupt or
+incomplete file) are one line and exit status 2. Every config field can be overridden
 (``--config.model.hidden=256``). Unknown task or model names list the valid ones and invalid
 values fail before anything is compiled. ``python -m experiments.main`` is the same command
 in a checkout.
@@ -22,6 +24,9 @@ _CONFIG = config_flags.DEFINE_config_file(
     "config", None, "Training config '<file>.py:<preset>': a path, or the name of a shipped "
     "config (e.g. copy.py:lvf, jsb.py:lvf).", lock_config=True)
 _WORKDIR = flags.DEFINE_string("workdir", None, "Directory for checkpoints, metrics, plots.")
+_DOWNLOAD = flags.DEFINE_bool(
+    "download", False, "Download raw data files missing from the data directory where a public "
+    "source exists (sets config.task.options.download).")
 
 
 def shipped_configs_dir() -> Optional[str]:
@@ -73,6 +78,23 @@ def _fail(message: str) -> None:
   sys.exit(2)
 
 
+def _is_data_error(e: BaseException) -> bool:
+  """Whether ``e`` is a :class:`lvf_jax.data.DataError` (a missing, corrupt or incomplete raw
+  file); without importing the data layer, which only a dataset task loads."""
+  paths = sys.modules.get("lvf_jax.data.paths")
+  return paths is not None and isinstance(e, paths.DataError)
+
+
+def allow_download(config) -> bool:
+  """Sets ``config.task.options.download = True``; False (config unchanged) when the task
+  reads no data files."""
+  options = config.task.get("options", None)
+  if options is None or "download" not in options:
+    return False
+  options.download = True
+  return True
+
+
 def main(argv) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"Too many command-line arguments: {argv[1:]}")
@@ -83,6 +105,9 @@ def main(argv) -> None:
   config = _CONFIG.value
   if config is None or _WORKDIR.value is None:
     raise app.UsageError("both --config and --workdir are required.")
+  if _DOWNLOAD.value and not allow_download(config):
+    print(f"lvf_jax: --download ignored: the task {config.task.name!r} reads no data files.",
+          file=sys.stderr)
   try:
     runner = config.get("runner", None)
     if runner == "compare":
@@ -95,6 +120,10 @@ def main(argv) -> None:
   except loop.NonFiniteLossError as e:
     print(f"lvf_jax: {e}", file=sys.stderr)
     sys.exit(3)
+  except Exception as e:  # pylint: disable=broad-except
+    if not _is_data_error(e):
+      raise
+    _fail(str(e))  # a missing or corrupt raw file: one line, as a bad value
 
 
 def parse_flags(argv: Sequence[str]) -> list[str]:

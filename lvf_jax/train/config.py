@@ -144,6 +144,7 @@ def config_defaults(model: str) -> dict:
   """:func:`base_config` as a dict with the options of the cell ``model`` at their defaults:
   the values a config written before a field existed implicitly had."""
   d = base_config().to_dict()
+  d["task"]["options"] = {"download": False}  # of the dataset configs (presets.dataset_config)
   d["model"]["cell"] = cell_config(model).to_dict()
   return d
 

@@ -24,7 +24,8 @@ Three pipeline classes cover the datasets:
   and averages are weighted by the number of valid frames.
 
 Options (``config.task.options``) common to all: ``data_dir``, ``tfds_dir`` (default: the
-environment variables of :mod:`lvf_jax.data.paths`); ``max_train_examples`` /
+environment variables of :mod:`lvf_jax.data.paths`); ``download`` (fetch raw files that are
+not in ``data_dir`` where a public source exists; ``lvf-jax --download``); ``max_train_examples`` /
 ``max_eval_examples`` (``max_train_tokens`` / ``max_eval_tokens`` for PTB) use only the
 beginning of a split, for smoke tests and quick runs. An unknown option raises ``ValueError``
 listing the valid ones. ``configs/<dataset>.py`` build their configs with
@@ -137,11 +138,12 @@ class ClassificationPipeline(_HostPipeline):
                permutation_seed: int = data_lib.PERMUTATION_SEED, noise_seed: int = 0,
                source: str = "lvf", data_dir: Optional[str] = None,
                tfds_dir: Optional[str] = None, max_train_examples: Optional[int] = None,
-               max_eval_examples: Optional[int] = None):
+               max_eval_examples: Optional[int] = None, download: bool = False):
     super().__init__(config, name)
     where = f"ClassificationPipeline({name!r})"
     self.max_eval_examples = _optional_positive(where, "max_eval_examples", max_eval_examples)
-    kw = dict(data_dir=data_dir, tfds_dir=tfds_dir, source=source, valid_size=int(valid_size),
+    kw = dict(data_dir=data_dir, tfds_dir=tfds_dir, download=bool(download), source=source,
+              valid_size=int(valid_size),
               valid_seed=int(valid_seed), permutation_seed=int(permutation_seed),
               noise_seed=int(noise_seed))
     self._load = functools.partial(data_lib.load, name, **kw)
@@ -236,7 +238,8 @@ class LanguageModelPipeline(_HostPipeline):
 
   def __init__(self, config, name: str, *, bptt: int = 150, embed_dim: Optional[int] = None,
                data_dir: Optional[str] = None, tfds_dir: Optional[str] = None,
-               max_train_tokens: Optional[int] = None, max_eval_tokens: Optional[int] = None):
+               max_train_tokens: Optional[int] = None, max_eval_tokens: Optional[int] = None,
+               download: bool = False):
     super().__init__(config, name)
     where = f"LanguageModelPipeline({name!r})"
     self.bptt = _optional_positive(where, "bptt", bptt)
@@ -244,7 +247,8 @@ class LanguageModelPipeline(_HostPipeline):
       _fail(where, "bptt", bptt, "a positive integer")
     self.max_eval_tokens = _optional_positive(where, "max_eval_tokens", max_eval_tokens)
     self.config = config
-    self._load = functools.partial(data_lib.load, name, data_dir=data_dir, tfds_dir=tfds_dir)
+    self._load = functools.partial(data_lib.load, name, data_dir=data_dir, tfds_dir=tfds_dir,
+                                   download=bool(download))
     self.train = self._truncate(self._load("train"),
                                 _optional_positive(where, "max_train_tokens", max_train_tokens))
     self.vocab_size = self.train.vocab_size
@@ -379,7 +383,7 @@ class NextStepPipeline(_HostPipeline):
                in_memory: bool = True,
                data_dir: Optional[str] = None, tfds_dir: Optional[str] = None,
                max_train_examples: Optional[int] = None,
-               max_eval_examples: Optional[int] = None):
+               max_eval_examples: Optional[int] = None, download: bool = False):
     super().__init__(config, name)
     where = f"NextStepPipeline({name!r})"
     self.pad_multiple = _optional_positive(where, "pad_multiple", pad_multiple)
@@ -391,7 +395,8 @@ class NextStepPipeline(_HostPipeline):
       _fail(where, "mse_per", mse_per, "'element' or 'frame'")
     self.mse_per = mse_per
     self._load = functools.partial(data_lib.load, name, data_dir=data_dir, tfds_dir=tfds_dir,
-                                   pad_multiple=self.pad_multiple, in_memory=bool(in_memory))
+                                   download=bool(download), pad_multiple=self.pad_multiple,
+                                   in_memory=bool(in_memory))
     self.train = self._crop(self._load("train"),
                             _optional_positive(where, "max_train_examples", max_train_examples))
     info = self.train.info

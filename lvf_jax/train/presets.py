@@ -74,14 +74,15 @@ def dataset_config(dataset: str, model: str, presets: dict, *, options: dict, tr
   ``presets[model]`` holds ``hidden`` (an int, or one size per layer), and optionally
   ``model`` (the cell's name when the preset's name is another, e.g. ``'lvf_literal'``),
   ``num_layers``, ``dropout``, ``cell``, ``optim``, ``train`` (overriding ``train``) and
-  ``options`` (overriding ``options``). Options whose value is None become typed placeholders,
-  so every option can be set from the command line.
+  ``options`` (overriding ``options``); every dataset config also has the option
+  ``download`` (False). Options whose value is None become typed placeholders, so every
+  option can be set from the command line.
   """
   p = select(presets, model, f"configs/{dataset}.py")
   hidden = p["hidden"]
   layered = isinstance(hidden, (list, tuple))
   num_layers = len(hidden) if layered else int(p.get("num_layers", 1))
-  opts = {**options, **p.get("options", {})}
+  opts = {"download": False, **options, **p.get("options", {})}
   opts = {k: (ml_collections.config_dict.placeholder(_OPTION_TYPES.get(k, int))
               if v is None else v) for k, v in opts.items()}
   c = make_config(dataset, opts, p.get("model", model), hidden[0] if layered else hidden,
