@@ -83,7 +83,8 @@ class Checkpointer:
     dst = os.path.join(self.directory, f"damaged-{step}")
     os.replace(src, dst)
     self._manager = ocp.CheckpointManager(self.directory, options=self._options)
-    reason = str(error).strip().splitlines()[0][:200]
+    cause = error.__cause__ or error  # restore() wraps orbax's error in a ValueError
+    reason = str(cause).strip().splitlines()[0][:200]
     print(f"lvf_jax: warning: the checkpoint of step {step} is damaged ({reason}); moved "
           f"to {dst}, resuming from an older step.", file=sys.stderr)
 
