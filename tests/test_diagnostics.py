@@ -76,3 +76,199 @@ def test_jit_vmap_and_dtype():
 def test_errors_name_the_argument(call, match):
   with pytest.raises(ValueError, match=match):
     call()
+
+
+# ------------------------------------------------------------------ transition matrices
+
+
+def _layer_params(cell, x):
+  from lvf_jax import layers  # pylint: disable=g-import-not-at-top
+  variables = layers.Recurrent(cell, fused=False).init(jax.random.key(0), x)
+  leaves, tree = jax.tree_util.tree_flatten(variables["params"]["cell"])
+  keys = jax.random.split(jax.random.key(3), len(leaves))
+  # away from the initialisation (divergence-free V, orthogonal starts)
+  return tree.unflatten([p + 0.2 * jax.random.normal(k, p.shape, p.dtype)
+                         for p, k in zip(leaves, keys)])
+
+
+def test_lvf_transition_matrix_is_numpy_euler_map_of_eqs_9_to_15():
+  from lvf_jax import cells  # pylint: disable=g-import-not-at-top
+  x = jnp.ones((2, 3, 2))
+  cell = cells.LVFRNNCell(5, integrator="euler", tau=0.7)
+  params = _layer_params(cell, x)
+  v = np.asarray(params["vector_field"], np.float64)
+  n = v.shape[0]
+  d = np.zeros((n, n))  # (D_V h)_i = sum_j (V_ij - V_ji)(h_i - h_j), eq. 15
+  for i in range(n):
+    for j in range(n):
+      d[i, i] += v[i, j] - v[j, i]
+      d[i, j] -= v[i, j] - v[j, i]
+  got = diagnostics.transition_matrices(cell, params)["recurrent"]
+  np.testing.assert_allclose(got, np.eye(n) - 0.7 * d, atol=1e-5)
+  s = diagnostics.vector_field_summary(params["vector_field"])
+  div = v.sum(0) - v.sum(1)
+  np.testing.assert_allclose(s["divergence_norm"], np.linalg.norm(div), rtol=1e-5)
+  np.testing.assert_allclose(s["flux_norm"], np.linalg.norm(div), rtol=1e-5)
+  np.testing.assert_allclose(s["rotation_norm"], np.linalg.norm(v.T - v), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["rnn", "exprnn", "scornn", "nnrnn", "antisymmetric"])
+def test_transition_matrix_is_the_finite_difference_jacobian_of_a_step(name):
+  """d h_1 / d h_0 = diag(sigma'(z)) M (tanh) -- measured by central differences."""
+  from lvf_jax import cells  # pylint: disable=g-import-not-at-top
+  kw = {"activation": "tanh"} if name in ("exprnn", "scornn", "nnrnn") else {}
+  cell = cells.make_cell(name, 4, **kw)
+  x = jax.random.normal(jax.random.key(1), (1, 1, 3))
+  params = _layer_params(cell, x)
+  h0 = np.asarray(jax.random.normal(jax.random.key(2), (4,)), np.float64)
+  step = jax.jit(lambda h: cell.apply({"params": params}, h[None], x[:, 0])[0][0])
+  eps = 1e-2
+  fd = np.stack([(np.asarray(step(jnp.asarray(h0 + eps * e, jnp.float32)), np.float64)
+                  - np.asarray(step(jnp.asarray(h0 - eps * e, jnp.float32)), np.float64))
+                 / (2 * eps) for e in np.eye(4)], axis=1)
+  m = np.asarray(diagnostics.transition_matrices(cell, params)["recurrent"], np.float64)
+  h1 = np.asarray(step(jnp.asarray(h0, jnp.float32)), np.float64)
+  if name == "antisymmetric":  # h' = h + eps tanh((W - W^T - gamma I) h + ...)
+    slope = (h1 - h0) / cell.epsilon
+    expected = np.eye(4) + cell.epsilon * (1 - slope ** 2)[:, None] * m
+  else:
+    expected = (1 - h1 ** 2)[:, None] * m
+  np.testing.assert_allclose(fd, expected, atol=2e-3)
+
+
+def test_gated_cells_name_one_matrix_per_gate():
+  from lvf_jax import cells  # pylint: disable=g-import-not-at-top
+  x = jnp.ones((2, 3, 2))
+  expect = {"lstm": {"i", "f", "g", "o"}, "gru": {"r", "z", "n"}, "ncgru": {"r", "u", "c"},
+            "goru": {"r", "z", "c"}}
+  for name, gates in expect.items():
+    cell = cells.make_cell(name, 4)
+    params = _layer_params(cell, x)
+    mats = diagnostics.transition_matrices(cell, params)
+    assert set(mats) == gates, name
+  gru = cells.make_cell("gru", 4)
+  params = _layer_params(gru, x)
+  np.testing.assert_allclose(diagnostics.transition_matrices(gru, params)["r"],
+                             np.asarray(params["hr"]["kernel"]).T)
+
+
+def test_spectrum_matches_numpy_and_is_jit_safe():
+  rng = np.random.RandomState(0)
+  m = rng.normal(size=(6, 6)).astype(np.float32)
+  s = jax.jit(diagnostics.spectrum)(jnp.asarray(m))
+  np.testing.assert_allclose(np.sort_complex(np.asarray(s["eigenvalues"])),
+                             np.sort_complex(np.linalg.eigvals(m)), atol=1e-4)
+  np.testing.assert_allclose(s["singular_values"], np.linalg.svd(m, compute_uv=False),
+                             rtol=1e-5)
+  np.testing.assert_allclose(s["spectral_radius"], np.abs(np.linalg.eigvals(m)).max(),
+                             rtol=1e-5)
+  np.testing.assert_allclose(s["orthogonality_error"], np.linalg.norm(m.T @ m - np.eye(6)),
+                             rtol=1e-5)
+  np.testing.assert_allclose(s["normality_error"],
+                             np.linalg.norm(m @ m.T - m.T @ m) / np.sum(m * m), rtol=1e-5)
+  q = np.linalg.qr(m)[0]
+  assert float(diagnostics.orthogonality_error(q)) < 1e-5
+  assert float(diagnostics.normality_error(q)) < 1e-5
+  assert float(diagnostics.normality_error(np.triu(m, 1) + np.eye(6))) > 0.1
+
+
+# ------------------------------------------------------------------ gradient flow
+
+
+def test_loss_gradient_norms_equal_finite_differences_of_a_state_perturbation():
+  from lvf_jax import cells  # pylint: disable=g-import-not-at-top
+  cell = cells.make_cell("rnn", 3)
+  x = jax.random.normal(jax.random.key(0), (2, 6, 2))
+  params = _layer_params(cell, x)
+  loss = lambda h: jnp.sum(h[:, -1] ** 2) + 0.5 * jnp.sum(h[:, 2])
+  norms = np.asarray(diagnostics.loss_gradient_norms(cell, params, x, loss))
+  assert norms.shape == (6,)
+  f = jax.jit(lambda e: loss(diagnostics.perturbed_states(cell, params, x, e)))
+  zero = np.zeros((2, 6, 3), np.float32)
+  eps = 1e-2
+  for t in (0, 2, 5):
+    g = np.zeros((2, 3))
+    for b in range(2):
+      for i in range(3):
+        e = zero.copy()
+        e[b, t, i] = eps
+        g[b, i] = (float(f(jnp.asarray(e))) - float(f(jnp.asarray(-e)))) / (2 * eps)
+    np.testing.assert_allclose(norms[t], np.linalg.norm(g), rtol=2e-2)
+
+
+def test_state_jacobian_norms_equal_the_full_jacobian():
+  from lvf_jax import cells  # pylint: disable=g-import-not-at-top
+  cell = cells.make_cell("lstm", 3)
+  x = jax.random.normal(jax.random.key(0), (2, 5, 2))
+  params = _layer_params(cell, x)
+  norms = np.asarray(diagnostics.state_jacobian_norms(cell, params, x))
+  e = jnp.zeros((2, 5, 3))
+  jac = jax.jacrev(lambda e_: diagnostics.perturbed_states(cell, params, x, e_)[:, -1])(e)
+  # jac[b, i, b', t, j]: per element b = b'
+  per = np.stack([np.sqrt(np.sum(np.asarray(jac[b, :, b]) ** 2, axis=(0, 2)))
+                  for b in range(2)])
+  np.testing.assert_allclose(norms, per.mean(0), rtol=1e-5)
+  assert norms[-1] == pytest.approx(np.sqrt(3), rel=1e-5)  # d h_T / d h_T = I
+
+
+def test_perturbed_states_without_perturbation_are_the_layer_outputs():
+  from lvf_jax import cells, layers  # pylint: disable=g-import-not-at-top
+  x = jax.random.normal(jax.random.key(0), (2, 7, 3))
+  for name in ("lvf", "gru", "lstm", "urnn"):
+    cell = cells.make_cell(name, 4)
+    params = _layer_params(cell, x)
+    ys = layers.Recurrent(cell).apply({"params": {"cell": params}}, x)
+    zero = jnp.zeros(ys.shape, ys.dtype)
+    np.testing.assert_allclose(diagnostics.perturbed_states(cell, params, x, zero), ys,
+                               atol=1e-6)
+
+
+def test_hidden_pca_matches_numpy_svd():
+  rng = np.random.RandomState(1)
+  h = rng.normal(size=(3, 10, 5)) @ np.diag([3, 1, 0.5, 0.1, 0.01])
+  proj, ratio = diagnostics.hidden_pca(jnp.asarray(h, jnp.float32), k=2)
+  flat = h.reshape(-1, 5) - h.reshape(-1, 5).mean(0)
+  _, s, vt = np.linalg.svd(flat, full_matrices=False)
+  np.testing.assert_allclose(ratio, s[:2] ** 2 / np.sum(s ** 2), rtol=1e-4)
+  np.testing.assert_allclose(np.abs(proj.reshape(-1, 2)), np.abs(flat @ vt[:2].T), atol=1e-4)
+
+
+# ------------------------------------------------------------------ models, training, plots
+
+
+def test_model_diagnostics_of_a_stack_and_in_training(tmp_path):
+  from lvf_jax import cells, models, train  # pylint: disable=g-import-not-at-top
+  from lvf_jax.train.config import make_config  # pylint: disable=g-import-not-at-top
+  m = models.SequencePredictor(cells=[cells.LVFRNNCell(4), cells.GRUCell(4)], num_outputs=3)
+  params = m.init(jax.random.key(0), jnp.ones((2, 5, 3)))["params"]
+  d = diagnostics.model_diagnostics(m, params)
+  assert set(d) == {"layer_0/recurrent/spectral_radius", "layer_0/recurrent/orthogonality_error",
+                    "layer_0/divergence_norm"} | {f"layer_1/{g}/{k}" for g in "rzn" for k in (
+                        "spectral_radius", "orthogonality_error")}
+  c_v = diagnostics.transition_matrices(m.cells[0], params["rnn"]["layer_0"]["cell"])
+  np.testing.assert_allclose(d["layer_0/recurrent/spectral_radius"],
+                             np.abs(np.linalg.eigvals(np.asarray(c_v["recurrent"]))).max(),
+                             rtol=1e-5)
+  c = make_config("copy", {"T": 5}, "exprnn", 6, train=dict(
+      steps=4, batch_size=4, eval_every=2, eval_size=8, progress_bar=False, tensorboard=False))
+  train.train_and_evaluate(c, str(tmp_path))
+  import json  # pylint: disable=g-import-not-at-top
+  rows = [json.loads(l) for l in open(tmp_path / "metrics.jsonl")]
+  diag = [r for r in rows if r["split"] == "diagnostics"]
+  assert [r["step"] for r in diag] == [2, 4]
+  assert all(r["layer_0/recurrent/orthogonality_error"] < 1e-4 for r in diag)  # expm(A)
+  assert (tmp_path / "diagnostics.png").stat().st_size > 1000
+
+
+def test_plots_return_axes_and_leave_pyplot_alone():
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  backend, figures = matplotlib.get_backend(), plt.get_fignums()
+  ax = diagnostics.plot_spectrum(np.exp(1j * np.linspace(0, 6, 8)), label="C_V")
+  assert len(ax.collections) == 1 and len(ax.lines) == 1
+  ax = diagnostics.plot_gradient_flow({"rnn": np.arange(1, 5.0), "lvf": np.ones(4)})
+  assert len(ax.lines) == 2
+  fig = ax.figure
+  ax2 = diagnostics.plot_pca(np.zeros((2, 6, 2)), ax=fig.add_subplot(2, 2, 4))
+  assert ax2.figure is fig
+  assert matplotlib.get_backend() == backend and plt.get_fignums() == figures

@@ -7,7 +7,9 @@ A config has four sections::
                 ``cell``: keyword arguments of the cell (tau, rho, integrator, ...), and
                 the layer options unroll, checkpoint, fused, input_projection
   config.optim  the fields of ``lvf_jax.optim.make_optimizer`` (+ ``dtriv_every``)
-  config.train  steps, batch_size, seed, eval/log/checkpoint periods, ...
+  config.train  steps, batch_size, seed, eval/log/checkpoint periods, diagnostics (log the
+                cheap diagnostics of :func:`lvf_jax.diagnostics.model_diagnostics` at every
+                evaluation), ...
 
 :func:`validate_config` checks everything that can be checked without compiling: names,
 ranges, and the cell/task/optimiser constructors themselves (they raise ``ValueError``
@@ -54,6 +56,7 @@ def base_config() -> ml_collections.ConfigDict:
       "progress_bar": True,
       "tensorboard": True,
       "plot": True,
+      "diagnostics": True,
       "allow_resume_changes": False,
   })
   return c

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from lvf_jax import models
+from lvf_jax import diagnostics, models
 from lvf_jax.regularization import regularization_loss
 from lvf_jax.optim import DTRIV_COLLECTION, dynamic_trivialization
 from lvf_jax.train import builders, checkpoints, reporting, resume
@@ -185,6 +185,26 @@ def guard_train_step(train_step):
   return guarded
 
 
+def make_diagnose(model):
+  """``params -> {name: value}``: :func:`lvf_jax.diagnostics.model_diagnostics` of ``model``
+  (jitted); an empty dict, after one warning, for a model whose cells it cannot read."""
+  fn = jax.jit(lambda params: diagnostics.model_diagnostics(model, params))
+  failed = []
+
+  def diagnose(params) -> dict[str, Any]:
+    if failed:
+      return {}
+    try:
+      return fn(params)
+    except Exception as e:  # pylint: disable=broad-except
+      failed.append(e)
+      print(f"lvf_jax: warning: diagnostics skipped for this model ({type(e).__name__}: "
+            f"{str(e).splitlines()[0][:200]}); set train.diagnostics=False to silence this.")
+      return {}
+
+  return diagnose
+
+
 def make_eval_step(model, pipeline):
   """``(params, extras, batch, carry) -> (metrics, carry)``; metrics may carry a 'weight'."""
 
@@ -280,6 +300,7 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
       dtriv_orthonormalize_every=config.optim.get("dtriv_orthonormalize_every", 30))))
   health = healthy()
   eval_step = jax.jit(make_eval_step(model, pipeline))
+  diagnose = make_diagnose(model) if bool(t.get("diagnostics", True)) else None
 
   progress = reporting.Progress(int(t.steps), start, bool(t.get("progress_bar", True)),
                                 f"{config.model.name}/{pipeline.name}")
@@ -310,6 +331,10 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
       if eval_now:
         val = writer.write(step, "validation",
                            evaluate(eval_step, pipeline, state.params, state.extras, "validation"))
+        if diagnose is not None:
+          figures = diagnose(state.params)
+          if figures:
+            writer.write(step, "diagnostics", figures)
         if val["loss"] < best["loss"]:
           test = writer.write(step, "test",
                               evaluate(eval_step, pipeline, state.params, state.extras, "test"))
@@ -354,6 +379,8 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
   if bool(t.get("plot", True)):
     summary["plot"] = reporting.plot_curves(records, os.path.join(workdir, "curves.png"),
                                             title=label, baseline=pipeline.baseline_loss())
+    summary["diagnostics_plot"] = reporting.plot_diagnostics(
+        records, os.path.join(workdir, "diagnostics.png"), title=label)
   with open(os.path.join(workdir, "summary.json"), "w") as f:
     json.dump(summary, f, indent=2)
   print(format_summary(summary))

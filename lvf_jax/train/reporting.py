@@ -118,3 +118,37 @@ def plot_curves(records: list[dict], path: str, *, title: str,
   fig.tight_layout()
   fig.savefig(path, dpi=110)
   return path
+
+
+def plot_diagnostics(records: list[dict], path: str, *, title: str) -> Optional[str]:
+  """Writes the logged diagnostics (``split == 'diagnostics'``: spectral radius and
+  orthogonality error per transition matrix, ``||div V||``) against the step to ``path``;
+  None when there are none."""
+  rows = [r for r in records if r["split"] == "diagnostics"]
+  if not rows:
+    return None
+  try:
+    from matplotlib.figure import Figure  # a figure object: pyplot and its backend untouched
+  except ImportError:
+    return None
+  kinds = ("spectral_radius", "orthogonality_error", "divergence_norm")
+  present = [k for k in kinds if any(key.endswith(k) for r in rows for key in r)]
+  fig = Figure(figsize=(4.5 * len(present), 3.8))
+  axes = fig.subplots(1, len(present), squeeze=False)[0]
+  for ax, kind in zip(axes, present):
+    names = sorted({key for r in rows for key in r if key.endswith(kind)})
+    for name in names:
+      floor = 0.0 if kind == "spectral_radius" else 1e-12  # log axes: exact zeros at 1e-12
+      pts = [(r["step"], max(r[name], floor)) for r in rows if name in r]
+      ax.plot(*zip(*pts), "o-", markersize=3, label=name[:-len(kind) - 1] or name)
+    if kind == "spectral_radius":
+      ax.axhline(1.0, color="k", ls="--", lw=1)
+    else:
+      ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel(kind.replace("_", " "))
+    ax.legend(fontsize=7)
+  fig.suptitle(title, fontsize=8)
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+  return path
