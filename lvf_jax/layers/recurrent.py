@@ -29,6 +29,8 @@ import numpy as np
 from flax import linen as nn
 from flax.linen.recurrent import flip_sequences
 
+from lvf_jax import recurrences
+
 
 Array = jax.Array
 Carry = Any
@@ -240,6 +242,8 @@ class Recurrent(nn.Module):
     if initial_carry is None:
       key = jax.random.key(0) if init_key is None else init_key
       initial_carry = self.cell.initialize_carry(key, batch_shape + x_tm.shape[-1:])
+    # Under a mesh with Explicit axes the carry is typed with the batch sharding of x.
+    initial_carry = recurrences.shard_batch_like(initial_carry, x_tm)
 
     in_loop = self._in_loop_scan(x_tm, initial_carry)  # also validates input_projection
     if is_structured(self.cell):

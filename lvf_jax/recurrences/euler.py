@@ -132,7 +132,7 @@ def _euler_bwd(eps, reverse, unroll, gated, res, cts):
   # dK = sum_t h_{t-1}^T da_t = H^T S + h0^T da_first, S = da one step back (gated: the
   # shift is computed in the same fusion as da = du_h + du_z; no shifted copy of H).
   # (``last`` is the step whose previous state is h0.)
-  d_kernel = big_matmul_tn(hs, next_steps(da_all, reverse)) + jnp.dot(h0.T, da_all[last])
+  d_kernel = big_matmul_tn(hs, next_steps(da_all, reverse)) + big_matmul_tn(h0, da_all[last])
   return d_kernel, (du if gated else du[0]), dh0, None
 
 

@@ -16,7 +16,8 @@ import jax
 import jax.numpy as jnp
 
 from lvf_jax.recurrences._common import (act_fwd, act_grad_from_output, big_matmul_tn,
-                                         check_choice, check_unroll, finish, last_carry,
+                                         check_choice, check_unroll, dot_rows,
+                                         explicitly_sharded, finish, last_carry,
                                          mask_select, modrelu_bias_cotangent,
                                          modrelu_split_vjp, next_index, next_steps,
                                          padded_carry_cotangent, prepare_inputs,
@@ -105,7 +106,7 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
   init = (dh_last + dhs[first], db0, jnp.zeros_like(dh_last), dhs)
   (dh0, db, dz_first, shifted), dz = jax.lax.scan(
       body, init, (step_indices(num_steps), hs, mask), reverse=not reverse, unroll=unroll)
-  d_kernel = big_matmul_tn(hs, shifted) + jnp.dot(h0.T, dz_first)
+  d_kernel = big_matmul_tn(hs, shifted) + big_matmul_tn(h0, dz_first)
   d_bias = None
   if has_bias:
     if acc_bias:
@@ -118,9 +119,9 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
   # Projection inside the loop: sum_t x_t^T dz_t = X_next^T S + x_first^T dz_first, with
   # X_next[t] = x_{t+1} (x_{t-1} when reversed; zero past the end), a cheap (T, B, d) shift.
   x_next, x_first = next_steps(x, reverse), x[-1 if reverse else 0]
-  d_w_in = big_matmul_tn(x_next, shifted) + jnp.dot(x_first.T, dz_first)
+  d_w_in = big_matmul_tn(x_next, shifted) + big_matmul_tn(x_first, dz_first)
   # dX = dZ W^T, formed from S and shifted back (only evaluated if x is differentiated).
-  dx_shifted = jnp.dot(shifted.reshape((-1, shifted.shape[-1])), w_in.T).reshape(x.shape)
+  dx_shifted = dot_rows(shifted, w_in.T)
   d_x = prev_states(jnp.dot(dz_first, w_in.T), dx_shifted, reverse)
   return d_kernel, d_w_in, d_x, dh0, d_bias, d_mask
 
@@ -130,6 +131,8 @@ def _sum_rows(a: Array) -> Array:
   reduction of the in-place cotangent buffer ran 3-4x slower than the whole training step
   it belonged to, with millions of fresh pages per call; the product reads the buffer
   once."""
+  if explicitly_sharded(a):
+    return jnp.sum(a, axis=tuple(range(a.ndim - 1)))
   a2 = a.reshape((-1, a.shape[-1]))
   return jnp.dot(jnp.ones((a2.shape[0],), a.dtype), a2)
 
