@@ -29,6 +29,7 @@ NOTEBOOKS = ROOT / "notebooks"
 SMALL_SETTINGS = {
     "quickstart.ipynb": {"LVF_QUICKSTART_STEPS": "4"},
     "geometry.ipynb": {},
+    "dynamics.ipynb": {"LVF_DYNAMICS_STEPS": "4", "LVF_DYNAMICS_T": "20"},
 }
 #: A code cell plots if its source uses pyplot or a figure object.
 PLOTTING = re.compile(r"\bplt\.|\.plot\(|\bfig\b")
@@ -275,3 +276,15 @@ def test_geometry_notebook_executes(tmp_path, kernel_env):
   for line in ("dim VF_n             =  28", "the same fields: True", "not in VF_3",
                "normality error ||D^T D - D D^T||_F, div V = 0"):
     assert line in text, line
+
+
+def test_dynamics_notebook_executes(tmp_path, kernel_env):
+  for key, value in SMALL_SETTINGS["dynamics.ipynb"].items():
+    kernel_env.setenv(key, value)
+  nb = execute(read("dynamics.ipynb"), tmp_path)
+  assert install_cell(nb).outputs == []
+  assert cells_without_image(nb) == []
+  assert len(plotting_cells(nb)) >= 5
+  text = text_of(nb.cells)
+  for name in ("lvf-t4-copy-rnn", "lvf-t4-copy-nnrnn", "lvf-t4-copy-lvf", "expRNN trained here"):
+    assert name in text, name
