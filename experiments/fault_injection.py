@@ -278,10 +278,27 @@ def data_trials(root: str) -> dict[str, Any]:
           "failures": [o for o in outcomes if not o["ok"]]}
 
 
+class PoisonedPipeline:
+  """A synthetic task's pipeline whose training inputs, hence loss, are NaN from optimiser step
+  ``bad_step`` on (steps count from 1)."""
+
+  def __init__(self, inner, bad_step: int):
+    self._inner = inner
+    self._bad = bad_step
+
+  def __getattr__(self, name):
+    return getattr(self._inner, name)
+
+  def train_batch(self, key, step):
+    import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+    batch = self._inner.train_batch(key, step)  # step counts from 0
+    scale = jnp.where(step + 1 >= self._bad, jnp.float32(jnp.nan), jnp.float32(1.0))
+    return batch._replace(inputs=batch.inputs * scale)
+
+
 def nan_trials(root: str, trials: int, seed: int = 0) -> dict[str, Any]:
   """The loss becomes NaN from a random step on: the run must stop naming that step and keep
   only checkpoints of earlier steps."""
-  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
   from lvf_jax import train  # pylint: disable=g-import-not-at-top
   from lvf_jax.train import builders, checkpoints  # pylint: disable=g-import-not-at-top
   from lvf_jax.train.config import make_config  # pylint: disable=g-import-not-at-top
@@ -290,26 +307,11 @@ def nan_trials(root: str, trials: int, seed: int = 0) -> dict[str, Any]:
   real = builders.build_pipeline
   for trial in range(trials):
     bad = rng.randint(2, 30)
-
-    class Poisoned:
-      """The task's pipeline with inputs that make the loss NaN from step ``bad`` on."""
-
-      def __init__(self, inner):
-        self._inner = inner
-
-      def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-      def train_batch(self, key, step):
-        batch = self._inner.train_batch(key, step)  # step counts from 0
-        scale = jnp.where(step + 1 >= bad, jnp.float32(jnp.nan), jnp.float32(1.0))
-        return batch._replace(inputs=batch.inputs * scale)
-
     c = make_config("copy", {"T": 6}, "rnn", 8, train=dict(
         steps=40, batch_size=4, log_every=rng.choice([1, 3, 7]), eval_every=5, eval_size=8,
         checkpoint_every=4, progress_bar=False, plot=False, tensorboard=False))
     workdir = os.path.join(root, f"nan-{trial}")
-    builders.build_pipeline = lambda config: Poisoned(real(config))
+    builders.build_pipeline = lambda config, bad=bad: PoisonedPipeline(real(config), bad)
     try:
       train.train_and_evaluate(c, workdir)
       error = None

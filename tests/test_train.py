@@ -125,21 +125,9 @@ def test_interrupted_save_is_never_restored(tmp_path):
 # 6: the error still names step 5, the first bad one, and step 6 is never saved.
 @pytest.mark.parametrize("log_every", [1, 4])
 def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypatch, log_every):
+  from experiments.fault_injection import PoisonedPipeline  # pylint: disable=g-import-not-at-top
   real = builders.build_pipeline
-
-  class Poisoned:
-    def __init__(self, inner):
-      self._inner = inner
-
-    def __getattr__(self, name):
-      return getattr(self._inner, name)
-
-    def train_batch(self, key, step):
-      batch = self._inner.train_batch(key, step)
-      bad = jnp.where(step >= 4, jnp.float32(jnp.nan), jnp.float32(1.0))
-      return batch._replace(inputs=batch.inputs * bad)
-
-  monkeypatch.setattr(builders, "build_pipeline", lambda c: Poisoned(real(c)))
+  monkeypatch.setattr(builders, "build_pipeline", lambda c: PoisonedPipeline(real(c), 5))
   c = tiny("exprnn", steps=8, log_every=log_every)
   with pytest.raises(loop.NonFiniteLossError,
                      match=r"non-finite loss \(nan\) or gradient \(norm nan\) at step 5.*step 3"):
