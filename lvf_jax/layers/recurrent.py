@@ -25,7 +25,6 @@ from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import linen as nn
 from flax.linen.recurrent import flip_sequences
 
@@ -224,19 +223,8 @@ class Recurrent(nn.Module):
 
     mask = None
     if seq_lengths is not None:
-      seq_lengths = jnp.asarray(seq_lengths)
-      if seq_lengths.shape != batch_shape or not jnp.issubdtype(seq_lengths.dtype, jnp.integer):
-        raise ValueError(
-            f"Recurrent: argument 'seq_lengths' must be an int array of shape (*batch,) = "
-            f"{batch_shape}; got {seq_lengths.dtype} of shape {seq_lengths.shape}.")
-      try:  # checked where the lengths are concrete (not under jit / vmap tracing)
-        known = np.asarray(seq_lengths)
-      except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        known = None
-      if known is not None and known.size and (known.min() < 0 or known.max() > num_steps):
-        raise ValueError(
-            f"Recurrent: argument 'seq_lengths' must lie in [0, {num_steps}] (the number of "
-            f"time steps); got values from {int(known.min())} to {int(known.max())}.")
+      seq_lengths = recurrences.check_seq_lengths("Recurrent", seq_lengths, batch_shape,
+                                                  num_steps)
       mask = length_mask(seq_lengths, num_steps)
 
     if initial_carry is None:

@@ -71,11 +71,12 @@ compose with ``jit``, ``vmap``, ``grad`` (first order; the hand-written backward
 not itself differentiable a second time) and ``jax.checkpoint``.
 """
 
-from lvf_jax.recurrences._common import dot_rows, explicitly_sharded, shard_batch_like
+from lvf_jax.recurrences._common import (check_seq_lengths, dot_rows, explicitly_sharded,
+                                         shard_batch_like)
 from lvf_jax.recurrences.euler import euler_scan, gated_euler_scan
 from lvf_jax.recurrences.gated import CANDIDATES, gru_scan, lstm_scan, ncgru_scan
 from lvf_jax.recurrences.rnn import ACTIVATIONS, rnn_scan
 
-__all__ = ["ACTIVATIONS", "CANDIDATES", "dot_rows", "euler_scan", "explicitly_sharded",
-           "gated_euler_scan", "gru_scan", "lstm_scan", "ncgru_scan", "rnn_scan",
-           "shard_batch_like"]
+__all__ = ["ACTIVATIONS", "CANDIDATES", "check_seq_lengths", "dot_rows", "euler_scan",
+           "explicitly_sharded", "gated_euler_scan", "gru_scan", "lstm_scan", "ncgru_scan",
+           "rnn_scan", "shard_batch_like"]

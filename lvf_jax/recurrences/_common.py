@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from lvf_jax.geometry.activations import modrelu_split, pair_sum
 
@@ -31,6 +32,27 @@ def check_choice(fn: str, name: str, value: Any, allowed: tuple[str, ...]) -> st
   if not isinstance(value, str) or value not in allowed:
     raise ValueError(f"{fn}: argument '{name}' must be one of {list(allowed)}; got {value!r}.")
   return value
+
+
+def check_seq_lengths(fn: str, seq_lengths: Any, batch_shape: tuple[int, ...],
+                      num_steps: int) -> Array:
+  """``seq_lengths`` as an int array of shape ``batch_shape``; raises ``ValueError`` naming
+  ``fn`` for another shape or dtype, or (where the lengths are concrete, not under ``jit``
+  tracing) for a length outside ``[0, num_steps]``."""
+  seq_lengths = jnp.asarray(seq_lengths)
+  if seq_lengths.shape != batch_shape or not jnp.issubdtype(seq_lengths.dtype, jnp.integer):
+    raise ValueError(
+        f"{fn}: argument 'seq_lengths' must be an int array of shape (*batch,) = "
+        f"{batch_shape}; got {seq_lengths.dtype} of shape {seq_lengths.shape}.")
+  try:
+    known = np.asarray(seq_lengths)
+  except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
+    known = None
+  if known is not None and known.size and (known.min() < 0 or known.max() > num_steps):
+    raise ValueError(
+        f"{fn}: argument 'seq_lengths' must lie in [0, {num_steps}] (the number of time "
+        f"steps); got values from {int(known.min())} to {int(known.max())}.")
+  return seq_lengths
 
 
 def prepare(fn: str, kernel, u, h0, bias, mask, seq_lengths, width: int, kernels: int = 1):
@@ -73,11 +95,7 @@ def prepare(fn: str, kernel, u, h0, bias, mask, seq_lengths, width: int, kernels
   if mask is not None and seq_lengths is not None:
     raise ValueError(f"{fn}: pass at most one of 'mask' and 'seq_lengths'.")
   if seq_lengths is not None:
-    seq_lengths = jnp.asarray(seq_lengths)
-    if seq_lengths.shape != batch_shape or not jnp.issubdtype(seq_lengths.dtype, jnp.integer):
-      raise ValueError(
-          f"{fn}: argument 'seq_lengths' must be an int array of shape (*batch,) = "
-          f"{batch_shape}; got {seq_lengths.dtype} of shape {seq_lengths.shape}.")
+    seq_lengths = check_seq_lengths(fn, seq_lengths, batch_shape, num_steps)
     t = jnp.arange(num_steps, dtype=jnp.int32).reshape((num_steps,) + (1,) * len(batch_shape))
     mask = t < seq_lengths.astype(jnp.int32)[None, ...]
   if mask is not None:
