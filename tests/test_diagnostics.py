@@ -272,3 +272,21 @@ def test_plots_return_axes_and_leave_pyplot_alone():
   ax2 = diagnostics.plot_pca(np.zeros((2, 6, 2)), ax=fig.add_subplot(2, 2, 4))
   assert ax2.figure is fig
   assert matplotlib.get_backend() == backend and plt.get_fignums() == figures
+
+
+def test_nnrnn_schur_factors_rebuild_the_transition_matrix():
+  from lvf_jax import cells  # pylint: disable=g-import-not-at-top
+  cell = cells.NNRNNCell(6)
+  params = _layer_params(cell, jnp.ones((2, 3, 2)))
+  f = diagnostics.schur_factors(cell, params)
+  p, lam, t = (np.asarray(f[k], np.float64) for k in ("P", "Lambda", "T"))
+  np.testing.assert_allclose(p.T @ p, np.eye(6), atol=1e-5)
+  assert np.all(np.triu(t) == 0)
+  g, th = np.asarray(f["gamma"]), np.asarray(f["theta"])
+  np.testing.assert_allclose(lam[:2, :2], g[0] * np.array([[np.cos(th[0]), -np.sin(th[0])],
+                                                          [np.sin(th[0]), np.cos(th[0])]]),
+                             atol=1e-6)
+  m = diagnostics.transition_matrices(cell, params)["recurrent"]
+  np.testing.assert_allclose(m, p @ (lam + t) @ p.T, atol=1e-5)
+  with pytest.raises(ValueError, match="must be an nnRNN cell"):
+    diagnostics.schur_factors(cells.LVFRNNCell(4), {})

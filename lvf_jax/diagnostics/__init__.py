@@ -31,6 +31,7 @@ from lvf_jax.diagnostics.spectra import (
     model_diagnostics,
     normality_error,
     orthogonality_error,
+    schur_factors,
     singular_values,
     spectral_radius,
     spectrum,
@@ -42,6 +43,6 @@ __all__ = [
     "eigenvalues", "fisher_memory_curve", "fisher_memory_total", "hidden_pca",
     "loss_gradient_norms", "model_diagnostics", "noise_covariance", "normality_error",
     "orthogonality_error", "perturbed_states", "plot_gradient_flow", "plot_pca",
-    "plot_spectrum", "schur_chain", "singular_values", "spectral_radius", "spectrum",
-    "state_jacobian_norms", "transition_matrices", "vector_field_summary",
+    "plot_spectrum", "schur_chain", "schur_factors", "singular_values", "spectral_radius",
+    "spectrum", "state_jacobian_norms", "transition_matrices", "vector_field_summary",
 ]

@@ -118,14 +118,36 @@ def vector_field_summary(v: Array) -> dict[str, Array]:
           "flux_norm": jnp.linalg.norm(geometry.flux(v))}
 
 
+def schur_factors(cell: Any, params: Any) -> dict[str, Array]:
+  """nnRNN's factors of ``V = P (Lambda + T) P^T`` (Kerg et al. 2019, eq. 5; column form):
+  the orthogonal ``P``, the block-diagonal ``Lambda`` of the 2x2 blocks ``gamma_i R(theta_i)``
+  (its normal part), the strictly lower-triangular ``T`` (its non-normal part), ``gamma`` and
+  ``theta``.
+
+  Raises:
+    ValueError: for a cell without a Schur form (not an nnRNN cell).
+  """
+  if not hasattr(cell, "schur_basis"):
+    raise ValueError(f"schur_factors: argument 'cell' must be an nnRNN cell (NNRNNCell); got "
+                     f"{type(cell).__name__}.")
+
+  def collect(c):
+    return {"P": c.schur_basis(), "Lambda": geometry.rotation_blocks(c.gamma, c.theta),
+            "T": jnp.tril(c.triangular, k=-1), "gamma": c.gamma, "theta": c.theta}
+
+  return cell.apply({"params": params}, method=collect)
+
+
 def model_diagnostics(model: Any, params: Any) -> dict[str, Array]:
   """Cheap diagnostics of every layer of a model of :mod:`lvf_jax.models` (its ``cells``,
   parameters under ``rnn/layer_<i>/cell``): the spectral radius and the orthogonality error
-  of each transition matrix, and ``||div V||`` of each lvfRNN vector field.
+  of each transition matrix, ``||div V||`` of each lvfRNN vector field and ``||T||_F`` of
+  each nnRNN's non-normal part.
 
   Returns:
     ``{'layer_<i>/<matrix>/spectral_radius': ..., 'layer_<i>/<matrix>/orthogonality_error':
-    ..., 'layer_<i>/divergence_norm': ...}`` (an empty dict for a model without cells).
+    ..., 'layer_<i>/divergence_norm': ..., 'layer_<i>/schur_T_norm': ...}`` (an empty dict
+    for a model without cells).
   """
   cells = getattr(model, "cells", None)
   stack = params.get("rnn", {}) if hasattr(params, "get") else {}
@@ -137,6 +159,8 @@ def model_diagnostics(model: Any, params: Any) -> dict[str, Array]:
     for name, m in transition_matrices(cell, layer).items():
       out[f"layer_{i}/{name}/spectral_radius"] = spectral_radius(m)
       out[f"layer_{i}/{name}/orthogonality_error"] = orthogonality_error(m)
+    if hasattr(cell, "schur_basis"):  # nnRNN: the size of the non-normal part
+      out[f"layer_{i}/schur_T_norm"] = jnp.linalg.norm(schur_factors(cell, layer)["T"])
     if hasattr(cell, "field"):  # the lvfRNN's V as the cell uses it (projected or not)
       v = cell.apply({"params": layer}, method=lambda c: c.field())
       out[f"layer_{i}/divergence_norm"] = jnp.linalg.norm(geometry.divergence(v))
