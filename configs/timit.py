@@ -15,10 +15,12 @@ pipeline.
 Hyperparameters:
 * lvf: lvfRNN Table 5, TIMIT: kappa 255, 2 layers, tanh, RMSprop 3e-4, clip 15, tau 2,
   lambda 0.2 (divergence penalty).
-* exprnn: expRNN TIMIT n 224, Henaff init, Adam 1e-3 for the non-orthogonal parameters,
-  RMSprop at lr / 10 for the skew generator (n 322 / 425: lr 7e-4).
-* lstm: 84 units (expRNN's table, the same budget), RMSprop 1e-3 (expRNN reference code).
-* every other model: one layer at the budget of expRNN n 224 (83,121 effective parameters,
+* The baselines of lvfRNN Table 2 at its sizes (about 200k parameters): euRNN n 378, fcuRNN
+  n 256, scoRNN n 425, expRNN n 425. expRNN: Henaff init, Adam 7e-4 for the non-orthogonal
+  parameters (the expRNN paper's rate at n 425), RMSprop at lr / 10 for the skew generator.
+* lstm: 158 units (expRNN's TIMIT table at the same budget), RMSprop 1e-3 (expRNN reference
+  code).
+* every other model: one layer at the budget of expRNN n 425 (200,304 effective parameters,
   ``hidden_for_budget``), Adam 1e-3, clip 15.
 """
 
@@ -27,8 +29,9 @@ from lvf_jax.train.presets import dataset_config, default_preset
 DATASET = "timit"
 EPOCHS, BATCH = 1200, 128
 
-MATCHED = dict(scornn=224, ncgru=105, antisymmetric=224, gated_antisymmetric=174, nnrnn=186,
-               rnn=186, rnn_orth=186, lstm=84, gru=100, urnn=158, eurnn=159, fcurnn=128)
+#: Hidden sizes: lvfRNN Table 2 (scornn, eurnn, fcurnn), else the budget of expRNN n 425.
+MATCHED = dict(scornn=425, ncgru=197, antisymmetric=425, gated_antisymmetric=353, nnrnn=336,
+               rnn=336, rnn_orth=336, gru=185, urnn=382, eurnn=378, fcurnn=256)
 
 OPTIONS = dict(pad_multiple=32, max_len=None, mse_per="element", standardize_inputs=True,
                center_targets=True, in_memory=True,
@@ -47,10 +50,10 @@ def presets():
   p["lvf"] = dict(hidden=255, num_layers=2,
                   cell=dict(integrator="euler", tau=2.0, activation="tanh", div_penalty=0.2),
                   optim=dict(optimizer="rmsprop", learning_rate=3e-4, clip_norm=15.0))
-  p["lstm"] = default_preset("lstm", 84, optimizer="rmsprop", learning_rate=1e-3)
-  p["exprnn"] = dict(hidden=224, cell=dict(orthogonal_init="henaff"),
-                     optim=dict(optimizer="adam", learning_rate=1e-3, orth_optimizer="rmsprop",
-                                lr_orth=1e-4))
+  p["lstm"] = default_preset("lstm", 158, optimizer="rmsprop", learning_rate=1e-3)
+  p["exprnn"] = dict(hidden=425, cell=dict(orthogonal_init="henaff"),
+                     optim=dict(optimizer="adam", learning_rate=7e-4, orth_optimizer="rmsprop",
+                                lr_orth=7e-5))
   return p
 
 

@@ -206,6 +206,10 @@ def test_configs_cover_every_model_and_paper_settings():
   timit = load_config("timit", "lvf")
   assert (timit.model.hidden, timit.model.num_layers, timit.optim.optimizer,
           timit.model.cell.div_penalty) == (255, 2, "rmsprop", 0.2)
+  # lvfRNN Table 2: the baselines at its sizes (about 200k parameters)
+  assert {m: load_config("timit", m).model.hidden for m in ("eurnn", "fcurnn", "scornn",
+                                                           "exprnn")} == dict(
+      eurnn=378, fcurnn=256, scornn=425, exprnn=425)
   assert load_config("pmnist", "exprnn").optim.learning_rate == 1e-3
   assert load_config("mnist", "exprnn").optim.learning_rate == 7e-4
   with pytest.raises(ValueError, match=r"configs/jsb.py: unknown model 'foo'; valid models"):
