@@ -270,6 +270,26 @@ def shard_like(y: Array, ref: Array) -> Array:
   return jax.sharding.reshard(y, s)
 
 
+def shard_state_like(state: Any, params: Any) -> Any:
+  """The optimiser state ``state`` (of an inner transformation initialised on ``params``)
+  with every array leaf whose tree path ends with a leaf's path of ``params``, and whose shape
+  is that leaf's, resharded as that leaf (some optax inits make such leaves replicated under
+  explicit sharding, while ``update`` makes them sharded as the gradients)."""
+  refs = {jax.tree_util.keystr(tuple(p)): leaf
+          for p, leaf in jax.tree_util.tree_flatten_with_path(params)[0]}
+  if not any(_typed_sharding(r) is not None for r in refs.values()):
+    return state
+
+  def reshard(path, leaf):
+    key = jax.tree_util.keystr(tuple(path))
+    for ref_key, ref in refs.items():
+      if key.endswith(ref_key) and np.shape(leaf) == np.shape(ref):
+        return shard_like(leaf, ref)
+    return leaf
+
+  return jax.tree_util.tree_map_with_path(reshard, state)
+
+
 def zero_count(params: Any) -> Array:
   """``int32`` zero for a state's update counter, computed *from* a leaf of ``params`` (a
   reduction, cheap and once): ``jit(init)`` then places the counter on the parameters'

@@ -139,7 +139,7 @@ def _cayley_transform(fn: str, inner: Any, rho: Any, *, neumann: bool, order: An
     skew = treedef.unflatten([a for a, _ in pairs])
     inverse = treedef.unflatten([inv for _, inv in pairs])
     count = _common.zero_count(params)
-    inner_state = inner.init(skew)
+    inner_state = _common.shard_state_like(inner.init(skew), skew)
     if not neumann:
       return ScoRNNState(count, skew, inverse, inner_state)
     zeros_f = treedef.unflatten([jnp.zeros([], w.dtype) for w in leaves])
