@@ -69,6 +69,11 @@ ROW_NOTES = {
         "at the same 30 epochs the tanh RNN is 1.9 above its paper value and the lvfRNN 1.3 "
         "above its own, the lvfRNN 0.8 below the RNN (the paper: 0.2): the distance to the "
         "paper is shared by the models here (budget, set-up), not the lvfRNN recipe's"),
+    ("musedata", "lvf"): (
+        "run for the full 100 epochs: the validation NLL still falls, slowly (7.45 at epoch "
+        "30, 7.36 at 60, 7.31 at 100), and the training loss ends at 6.28, above the paper's "
+        "test 6.19: at this budget the model underfits MuseData rather than overfits; the "
+        "tanh RNN row shows the same distance (1.9 above its paper value at 30 epochs)"),
     ("copy", "eurnn"): (
         "the table's 18.9k parameters would need about 110 Givens layers at n = 128; the "
         "paper gives no capacity, the preset keeps the EUNN reference default of 2 layers"),
@@ -106,7 +111,8 @@ def _t3_rows(preset, name, jsb, muse):
               seeds=3 if preset == "lvf" else 1, note=_note("jsb", preset)),
           Row(id=f"musedata-{preset}", task="MuseData", model=name, paper={"test_loss": muse},
               config=f"musedata.py:{preset}", paper_params="~350k", steps=MUSE_STEPS,
-              run_steps=MUSE_RUN, note=_note("musedata", preset, MUSE_NOTE)))
+              run_steps=None if preset == "lvf" else MUSE_RUN,  # lvfRNN: the full budget
+              note=_note("musedata", preset, "" if preset == "lvf" else MUSE_NOTE)))
 
 
 def _t4_row(preset, name, ce, acc, params):
