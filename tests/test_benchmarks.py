@@ -187,3 +187,16 @@ def test_loop_overhead_script_reports_every_variant(capsys):
   assert [r.split("|")[1].strip() for r in rows] == [
       "bare step", "train_and_evaluate", "train_and_evaluate, demo eval cadence"]
   assert float(rows[0].split("|")[3]) == 1.0
+
+
+def test_scaling_benchmark_measures_each_setting_and_fits_a_line(tmp_path):
+  import scaling  # pylint: disable=g-import-not-at-top
+  out = tmp_path / "scaling.md"
+  scaling.main(["--cell", "rnn", "--n", "4", "--batch", "2", "--T", "5", "20", "--repeats",
+                "1", "--out", str(out)])
+  text = out.read_text()
+  rows = [r for r in text.splitlines() if r.startswith("| 4 |")]
+  assert len(rows) == 2 and all("failed" not in r for r in rows), text
+  assert "n=4 batch=2 remat=False: ms = " in text
+  a, b = scaling.fit_linear([10, 20, 30], [3.0, 5.0, 7.0])
+  assert (round(a, 6), round(b, 6)) == (1.0, 0.2)

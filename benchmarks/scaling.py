@@ -1,0 +1,124 @@
+"""Time and peak memory of a training iteration against the sequence length.
+
+``python benchmarks/scaling.py --cell exprnn --n 128 --batch 16 --T 100 1000 10000 --out t.md``
+
+Each setting runs in its own process (so its peak resident memory is its own): the fused
+``Recurrent`` layer with a last-state loss (``sum(h_T^2)``: the adding task's shape of loss)
+or an every-step loss (``--loss all``: the copy task's), one jitted forward + backward
+iteration, timed after a warm-up call. Reports ms per iteration, the process's peak RSS (MiB)
+and, where a GPU is the default device, its peak memory; then fits ``time = a + b T`` by least
+squares over the settings of one ``(n, batch, checkpoint)`` and prints the slope per step and
+the constant. ``--checkpoint`` rematerialises every step (``Recurrent(checkpoint=True)``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+
+def measure(cell: str, n: int, T: int, batch: int, checkpoint: bool, loss: str,
+            repeats: int) -> dict:
+  """One setting in this process: ms per iteration (median) and peak memory."""
+  import resource  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+
+  import jax  # pylint: disable=g-import-not-at-top
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+
+  from lvf_jax import cells, layers  # pylint: disable=g-import-not-at-top
+  layer = layers.Recurrent(cells.make_cell(cell, n), fused=True, checkpoint=checkpoint,
+                           return_carry=(loss == "last"))
+  x = jax.random.normal(jax.random.key(0), (batch, T, 2), jnp.float32)
+  params = jax.jit(layer.init)(jax.random.key(1), x[:, :2])
+
+  def objective(p, x):
+    out = layer.apply(p, x)
+    if loss == "last":
+      carry, _ = out
+      h = carry[-1] if isinstance(carry, tuple) else carry
+      return jnp.sum(h ** 2)
+    return jnp.sum(out ** 2)
+
+  step = jax.jit(jax.value_and_grad(objective))
+  jax.block_until_ready(step(params, x))  # compile and warm up
+  times = []
+  for _ in range(repeats):
+    t0 = time.perf_counter()
+    jax.block_until_ready(step(params, x))
+    times.append(time.perf_counter() - t0)
+  out = {"cell": cell, "n": n, "T": T, "batch": batch, "checkpoint": checkpoint, "loss": loss,
+         "ms": 1e3 * float(np.median(times)),
+         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
+  dev = jax.devices()[0]
+  if dev.platform != "cpu":
+    stats = dev.memory_stats() or {}
+    out["peak_device_mib"] = stats.get("peak_bytes_in_use", 0) / 2 ** 20
+  out["device"] = dev.device_kind
+  return out
+
+
+def fit_linear(ts, ms) -> tuple[float, float]:
+  """``(a, b)`` of ``ms = a + b T`` by least squares."""
+  b, a = np.polyfit(np.asarray(ts, float), np.asarray(ms, float), 1)
+  return float(a), float(b)
+
+
+def main(argv=None) -> None:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--cell", default="exprnn")
+  parser.add_argument("--n", type=int, nargs="+", default=[128])
+  parser.add_argument("--batch", type=int, nargs="+", default=[16])
+  parser.add_argument("--T", type=int, nargs="+", default=[100, 1000, 10000])
+  parser.add_argument("--checkpoint", action="store_true", help="also with checkpoint=True")
+  parser.add_argument("--loss", choices=("last", "all"), default="last")
+  parser.add_argument("--repeats", type=int, default=3)
+  parser.add_argument("--out", help="markdown table")
+  parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: one setting, JSON out
+  args = parser.parse_args(argv)
+  if args.one:
+    print(json.dumps(measure(**json.loads(args.one))))
+    return
+  rows = []
+  for n in args.n:
+    for batch in args.batch:
+      for checkpoint in ([False, True] if args.checkpoint else [False]):
+        for T in args.T:
+          setting = dict(cell=args.cell, n=n, T=T, batch=batch, checkpoint=checkpoint,
+                         loss=args.loss, repeats=args.repeats)
+          r = subprocess.run([sys.executable, os.path.abspath(__file__), "--one",
+                              json.dumps(setting)], capture_output=True, text=True)
+          if r.returncode:
+            rows.append({**setting, "error": r.stderr.strip().splitlines()[-1][:200]})
+          else:
+            rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
+          print(json.dumps(rows[-1]), flush=True)
+  lines = ["| n | batch | remat | T | ms / iteration | peak RSS MiB |", "|---|---|---|---|---|---|"]
+  for r in rows:
+    lines.append(f"| {r['n']} | {r['batch']} | {r['checkpoint']} | {r['T']} | "
+                 + (f"{r['ms']:.1f} | {r['peak_rss_mib']:.0f} |" if "ms" in r else
+                    f"failed: {r['error']} | |"))
+  fits = {}
+  for r in rows:
+    if "ms" in r:
+      fits.setdefault((r["n"], r["batch"], r["checkpoint"]), []).append((r["T"], r["ms"]))
+  lines.append("")
+  for key, pts in fits.items():
+    if len(pts) >= 2:
+      a, b = fit_linear(*zip(*pts))
+      lines.append(f"n={key[0]} batch={key[1]} remat={key[2]}: ms = {a:.2f} + {b * 1e3:.3f} "
+                   f"us x T")
+  text = "\n".join(lines)
+  print(text)
+  if args.out:
+    with open(args.out, "w") as f:
+      f.write(text + "\n")
+
+
+if __name__ == "__main__":
+  main()
