@@ -30,9 +30,17 @@ def _small(name):
   return cells.make_cell(name, 6 if name not in ("urnn", "fcurnn", "eurnn") else 3)
 
 
+#: One cell per fused scan (rnn, Euler, gated Euler, complex rnn, LSTM, GRU, NC-GRU, GORU);
+#: the other cells share these scans and run under -m slow.
+FAST = ("lvf", "antisymmetric", "gated_antisymmetric", "urnn", "lstm", "gru", "ncgru", "goru")
+
+
 @pytest.mark.parametrize("name, axis_type",
-                         [(n, AxisType.Explicit) for n in CELLS]
-                         + [(n, AxisType.Auto) for n in ("lvf", "gru", "ncgru")])
+                         [pytest.param(n, AxisType.Explicit,
+                                       marks=() if n in FAST else pytest.mark.slow)
+                          for n in CELLS]
+                         + [pytest.param(n, AxisType.Auto, marks=pytest.mark.slow)
+                            for n in ("lvf", "gru", "ncgru")])
 def test_layer_on_a_sharded_batch_equals_one_device(name, axis_type):
   assert jax.device_count() >= 4
   x = jax.random.normal(jax.random.key(0), (8, 12, 3))
