@@ -290,3 +290,17 @@ def test_nnrnn_schur_factors_rebuild_the_transition_matrix():
   np.testing.assert_allclose(m, p @ (lam + t) @ p.T, atol=1e-5)
   with pytest.raises(ValueError, match="must be an nnRNN cell"):
     diagnostics.schur_factors(cells.LVFRNNCell(4), {})
+
+
+def test_loss_gradients_are_per_example_step_and_unit_and_give_the_norms():
+  from lvf_jax import cells  # pylint: disable=g-import-not-at-top
+  cell = cells.make_cell("gru", 3)
+  x = jax.random.normal(jax.random.key(0), (2, 5, 2))
+  params = _layer_params(cell, x)
+  loss = lambda h: jnp.sum(h[:, -1] ** 2)
+  g = diagnostics.loss_gradients(cell, params, x, loss)
+  assert g.shape == (2, 5, 3)
+  h = diagnostics.perturbed_states(cell, params, x, jnp.zeros((2, 5, 3)))
+  np.testing.assert_allclose(g[:, -1], 2 * h[:, -1], rtol=1e-5)  # dL/dh_T of sum h_T^2
+  np.testing.assert_allclose(diagnostics.loss_gradient_norms(cell, params, x, loss),
+                             np.sqrt(np.sum(np.asarray(g) ** 2, axis=(0, 2))), rtol=1e-5)

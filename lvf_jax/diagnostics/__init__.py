@@ -16,6 +16,7 @@ return matplotlib axes and never change global state).
 from lvf_jax.diagnostics.gradient_flow import (
     hidden_pca,
     loss_gradient_norms,
+    loss_gradients,
     perturbed_states,
     state_jacobian_norms,
 )
@@ -41,8 +42,8 @@ from lvf_jax.diagnostics.spectra import (
 
 __all__ = [
     "eigenvalues", "fisher_memory_curve", "fisher_memory_total", "hidden_pca",
-    "loss_gradient_norms", "model_diagnostics", "noise_covariance", "normality_error",
-    "orthogonality_error", "perturbed_states", "plot_gradient_flow", "plot_pca",
+    "loss_gradient_norms", "loss_gradients", "model_diagnostics", "noise_covariance",
+    "normality_error", "orthogonality_error", "perturbed_states", "plot_gradient_flow", "plot_pca",
     "plot_spectrum", "schur_chain", "schur_factors", "singular_values", "spectral_radius",
     "spectrum", "state_jacobian_norms", "transition_matrices", "vector_field_summary",
 ]

@@ -66,17 +66,26 @@ def _state_size(cell: Any) -> int:
   return _state(carry).shape[-1]
 
 
-def loss_gradient_norms(cell: Any, params: Any, x: Array,
-                        loss_fn: Callable[[Array], Array],
-                        initial_carry: Optional[Any] = None) -> Array:
-  """``||dL/dh_t||`` for ``t = 1..T`` (batch-summed ``L = loss_fn(h)``, ``h`` the states
-  (batch, time, n)); shape ``(T,)``.
+def loss_gradients(cell: Any, params: Any, x: Array, loss_fn: Callable[[Array], Array],
+                   initial_carry: Optional[Any] = None) -> Array:
+  """``dL/dh_t`` for every example, step and hidden unit, shape (batch, time, n), for
+  ``L = loss_fn(h)`` of the states ``h`` (batch, time, n). Where it stays large over a delay
+  (a unit, a time span) is where the information the loss needs is carried: for the copy
+  task, the units that hold the symbols between their presentation and their recall.
 
   For a model, ``loss_fn`` maps the states through the rest of it, e.g.
   ``lambda h: cross_entropy(head.apply(head_params, h), targets)``.
   """
   e = _zeros(cell, params, x)
-  g = jax.grad(lambda e_: loss_fn(perturbed_states(cell, params, x, e_, initial_carry)))(e)
+  return jax.grad(lambda e_: loss_fn(perturbed_states(cell, params, x, e_, initial_carry)))(e)
+
+
+def loss_gradient_norms(cell: Any, params: Any, x: Array,
+                        loss_fn: Callable[[Array], Array],
+                        initial_carry: Optional[Any] = None) -> Array:
+  """``||dL/dh_t||`` for ``t = 1..T`` over the batch and the units (see
+  :func:`loss_gradients`); shape ``(T,)``."""
+  g = loss_gradients(cell, params, x, loss_fn, initial_carry)
   return jnp.sqrt(jnp.sum(g * g, axis=tuple(range(g.ndim - 2)) + (g.ndim - 1,)))
 
 
