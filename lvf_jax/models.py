@@ -24,6 +24,7 @@ import numpy as np
 from flax import linen as nn
 
 from lvf_jax import cells as cells_lib
+from lvf_jax import recurrences
 from lvf_jax.layers import Recurrent
 
 Array = jax.Array
@@ -97,7 +98,13 @@ class _Embedded(nn.Module):
       raise ValueError(
           f"SequenceModel: with vocab_size={self.vocab_size} the inputs must be integer "
           f"tokens (batch, time); got dtype {jnp.asarray(x).dtype}.")
-    return nn.Embed(self.vocab_size, self.embed_dim or self.vocab_size, name="embed")(x)
+    embed = nn.Embed(self.vocab_size, self.embed_dim or self.vocab_size, name="embed")
+    if recurrences.explicitly_sharded(x):  # a batch split over a mesh with Explicit axes
+      sharding = jax.typeof(x).sharding
+      spec = jax.sharding.PartitionSpec(*sharding.spec, None)
+      return embed.embedding.at[x].get(
+          out_sharding=jax.sharding.NamedSharding(sharding.mesh, spec))
+    return embed(x)
 
 
 class _SequenceModel(nn.Module):

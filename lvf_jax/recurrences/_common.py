@@ -189,11 +189,12 @@ def shard_batch_like(tree: Any, x: Array) -> Any:
   otherwise. A scan needs its carry typed as the states it computes from ``x``."""
   if not explicitly_sharded(x):
     return tree
-  batch_spec = tuple(jax.typeof(x).sharding.spec)[1:-1]
+  sharding = jax.typeof(x).sharding
+  batch_spec = tuple(sharding.spec)[1:-1]
 
   def reshard(leaf):
     spec = jax.sharding.PartitionSpec(*batch_spec, *([None] * (leaf.ndim - len(batch_spec))))
-    return jax.sharding.reshard(leaf, spec)
+    return jax.sharding.reshard(leaf, jax.sharding.NamedSharding(sharding.mesh, spec))
 
   return jax.tree_util.tree_map(reshard, tree)
 

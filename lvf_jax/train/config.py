@@ -57,6 +57,7 @@ def base_config() -> ml_collections.ConfigDict:
       "tensorboard": True,
       "plot": True,
       "diagnostics": True,
+      "mesh": "",
       "allow_resume_changes": False,
   })
   return c

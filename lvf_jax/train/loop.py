@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -32,7 +33,7 @@ import optax
 from lvf_jax import diagnostics, models
 from lvf_jax.regularization import regularization_loss
 from lvf_jax.optim import DTRIV_COLLECTION, dynamic_trivialization
-from lvf_jax.train import builders, checkpoints, reporting, resume
+from lvf_jax.train import builders, checkpoints, parallel, reporting, resume
 from lvf_jax.train.config import validate_config
 
 Array = jax.Array
@@ -106,16 +107,19 @@ def _mean_records(records: list[dict[str, Array]]) -> dict[str, float]:
   return out
 
 
-def make_train_step(model, pipeline, tx, *, dtriv_every: int = 0, dtriv_orthonormalize_every=30):
+def make_train_step(model, pipeline, tx, *, dtriv_every: int = 0, dtriv_orthonormalize_every=30,
+                    mesh=None):
   """The pure train step ``(state, batch) -> (state, metrics, finite)`` (jit it).
 
   ``batch`` is ``None`` for pipelines that draw their batches inside the step
-  (``pipeline.host_fed`` false, e.g. the synthetic tasks).
+  (``pipeline.host_fed`` false, e.g. the synthetic tasks); such a batch is split over the
+  data-parallel ``mesh`` (:mod:`lvf_jax.train.parallel`) when there is one.
   """
 
   def train_step(state: TrainState, batch=None):
     if batch is None:
       batch = pipeline.train_batch(jax.random.wrap_key_data(state.data_key), state.step)
+      batch = parallel.shard_batch(batch, mesh)
     dropout_key = jax.random.fold_in(jax.random.wrap_key_data(state.dropout_key), state.step)
     carry = pipeline.carry_for_batch(state.carry, batch)
 
@@ -221,16 +225,18 @@ def make_eval_step(model, pipeline):
   return eval_step
 
 
-def evaluate(eval_step, pipeline, params: Any, extras: Any, split: str) -> dict[str, float]:
+def evaluate(eval_step, pipeline, params: Any, extras: Any, split: str,
+             mesh=None) -> dict[str, float]:
   """Metrics of ``params`` (with the non-trainable ``extras``) over a whole split.
 
   ``eval_step`` is ``jax.jit(make_eval_step(model, pipeline))``; batch averages are weighted
-  by the pipeline's batch weights (examples, tokens or frames).
+  by the pipeline's batch weights (examples, tokens or frames). Batches are split over the
+  data-parallel ``mesh`` when there is one.
   """
-  carry = pipeline.initial_carry(eval=True)
+  carry = parallel.shard_batch(pipeline.initial_carry(eval=True), mesh)
   records = []
   for batch in pipeline.eval_batches(split):
-    metrics, carry = eval_step(params, extras, batch, carry)
+    metrics, carry = eval_step(params, extras, parallel.shard_batch(batch, mesh), carry)
     records.append(metrics)
   return pipeline.summarize(_mean_records(records))
 
@@ -262,11 +268,20 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
   of the best validation step), ``curves.png`` and ``summary.json``.
   """
   pipeline = validate_config(config)
+  mesh = parallel.make_mesh(config.train.get("mesh", ""))
+  parallel.check_batch_sizes(mesh, batch_size=int(config.train.batch_size))
   os.makedirs(workdir, exist_ok=True)
+  with contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh):
+    return _train_and_evaluate(config, workdir, pipeline, mesh)
+
+
+def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
+  """:func:`train_and_evaluate` after validation, inside the mesh's context (if any)."""
   t = config.train
   model = pipeline.build_model(config)
   tx = builders.build_optimizer(config)
-  state = initial_state(config, model, pipeline, tx)
+  state = parallel.replicate(initial_state(config, model, pipeline, tx), mesh)
+  state = state.replace(carry=parallel.shard_batch(state.carry, mesh))  # TBPTT: (batch, n)
   n_params = models.count_params(state.params)
 
   ckpt = checkpoints.Checkpointer(os.path.join(workdir, "checkpoints"), int(t.keep_checkpoints))
@@ -295,9 +310,14 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
   if resumed_from is not None:
     print(f"lvf_jax: resumed from checkpoint step {resumed_from} in {ckpt.directory}")
 
+  if mesh is not None:
+    print(f"lvf_jax: data parallel over {mesh.shape[parallel.AXIS]} devices "
+          f"({mesh.devices.flat[0].device_kind}): batch {int(t.batch_size)} split "
+          f"{int(t.batch_size) // mesh.shape[parallel.AXIS]} per device")
   train_step = jax.jit(guard_train_step(make_train_step(
       model, pipeline, tx, dtriv_every=int(config.optim.get("dtriv_every", 0) or 0),
-      dtriv_orthonormalize_every=config.optim.get("dtriv_orthonormalize_every", 30))))
+      dtriv_orthonormalize_every=config.optim.get("dtriv_orthonormalize_every", 30),
+      mesh=mesh)))
   health = healthy()
   eval_step = jax.jit(make_eval_step(model, pipeline))
   diagnose = make_diagnose(model) if bool(t.get("diagnostics", True)) else None
@@ -309,7 +329,8 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
   step = start
   try:
     while step < int(t.steps):
-      batch = pipeline.host_batch(step) if pipeline.host_fed else None
+      batch = parallel.shard_batch(pipeline.host_batch(step), mesh) if pipeline.host_fed \
+          else None
       state, health, metrics = train_step(state, health, batch)
       step += 1
       steps_done += 1
@@ -330,14 +351,16 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
                         loss=rec["loss"], **({"acc": rec["accuracy"]} if "accuracy" in rec else {}))
       if eval_now:
         val = writer.write(step, "validation",
-                           evaluate(eval_step, pipeline, state.params, state.extras, "validation"))
+                           evaluate(eval_step, pipeline, state.params, state.extras, "validation",
+                                    mesh))
         if diagnose is not None:
           figures = diagnose(state.params)
           if figures:
             writer.write(step, "diagnostics", figures)
         if val["loss"] < best["loss"]:
           test = writer.write(step, "test",
-                              evaluate(eval_step, pipeline, state.params, state.extras, "test"))
+                              evaluate(eval_step, pipeline, state.params, state.extras, "test",
+                                       mesh))
           best.update(loss=val["loss"], step=step,
                       test={k: v for k, v in test.items() if k not in ("step", "split")})
           save_best_variables(workdir, step, state.params, state.extras,

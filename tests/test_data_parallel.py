@@ -1,0 +1,106 @@
+"""train_and_evaluate over the local devices (``train.mesh``): the batch split over a
+``("data",)`` mesh with Explicit axes gives the single-device metrics (conftest sets 4 host
+devices)."""
+
+import json
+import os
+import runpy
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+from lvf_jax import train
+from lvf_jax.train import parallel
+from lvf_jax.train.config import make_config, set_field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def losses(workdir):
+  with open(os.path.join(workdir, "metrics.jsonl")) as f:
+    records = [json.loads(line) for line in f]
+  return [(r["step"], r["split"], r["loss"]) for r in records if "loss" in r]
+
+
+def same(a, b, rtol=1e-5):
+  assert [x[:2] for x in a] == [x[:2] for x in b]
+  np.testing.assert_allclose([x[2] for x in a], [x[2] for x in b], rtol=rtol)
+
+
+def copy_config(mesh, steps=6, model="lvf"):
+  return make_config("copy", {"T": 8}, model, 8, train=dict(
+      steps=steps, batch_size=8, eval_every=3, eval_size=16, eval_batch_size=8, log_every=1,
+      checkpoint_every=3, progress_bar=False, tensorboard=False, plot=False, mesh=mesh))
+
+
+@pytest.mark.parametrize("model", ["lvf", "scornn"])
+def test_four_devices_give_the_single_device_metrics(tmp_path, capsys, model):
+  assert jax.local_device_count() >= 4
+  train.train_and_evaluate(copy_config("", model=model), str(tmp_path / "one"))
+  capsys.readouterr()
+  train.train_and_evaluate(copy_config("data=-1", model=model), str(tmp_path / "four"))
+  assert "data parallel over 4 devices" in capsys.readouterr().out
+  same(losses(tmp_path / "one"), losses(tmp_path / "four"))
+
+
+def test_a_sharded_run_resumes_to_the_uninterrupted_one(tmp_path):
+  train.train_and_evaluate(copy_config(""), str(tmp_path / "straight"))
+  train.train_and_evaluate(copy_config("data=-1", steps=3), str(tmp_path / "split"))
+  c = copy_config("data=-1")
+  c.train.allow_resume_changes = True
+  assert train.train_and_evaluate(c, str(tmp_path / "split"))["resumed_from"] == 3
+  same(losses(tmp_path / "straight"), losses(tmp_path / "split"))
+
+
+def test_a_host_fed_dataset_with_truncated_bptt_carries_its_sharded_state(tmp_path):
+  path = os.path.join(ROOT, "configs", "ptb_char.py")
+  runs = []
+  for mesh in ("", "data=-1"):
+    c = runpy.run_path(path)["get_config"]("lstm")
+    for key, value in {"train.steps": 4, "train.batch_size": 8, "train.eval_every": 2,
+                       "train.log_every": 1, "model.hidden": 16, "task.options.bptt": 20,
+                       "task.options.max_train_tokens": 5000,
+                       "task.options.max_eval_tokens": 3000, "train.mesh": mesh,
+                       "train.progress_bar": False, "train.tensorboard": False,
+                       "train.plot": False}.items():
+      set_field(c, key, value)
+    workdir = str(tmp_path / f"run{len(runs)}")
+    train.train_and_evaluate(c, workdir)
+    runs.append(losses(workdir))
+  same(*runs)
+
+
+def test_bad_meshes_and_batches_fail_before_compiling(tmp_path):
+  with pytest.raises(ValueError, match=r"'train.mesh' must be '' \(one device\), 'data=-1'"):
+    parallel.make_mesh("model=2")
+  with pytest.raises(ValueError, match=r"1 <= k <= 4; got 'data=9'"):
+    parallel.make_mesh("data=9")
+  assert parallel.make_mesh("data=1") is None and parallel.make_mesh("") is None
+  c = copy_config("data=-1")
+  c.train.batch_size = 6
+  with pytest.raises(ValueError, match=r"'train.batch_size' \(6\) must divide by the 4 "):
+    train.train_and_evaluate(c, str(tmp_path))
+  assert not os.path.exists(tmp_path / "checkpoints")
+
+
+def test_cli_logs_its_devices_and_matches_one_device(tmp_path):
+  env = dict(os.environ, JAX_PLATFORMS="cpu",
+             XLA_FLAGS="--xla_force_host_platform_device_count=4")
+  args = ["--config=configs/copy.py:exprnn", "--config.train.steps=4",
+          "--config.train.batch_size=8", "--config.train.eval_every=2",
+          "--config.train.eval_size=16", "--config.train.eval_batch_size=8",
+          "--config.train.log_every=1", "--config.task.options.T=6",
+          "--config.model.hidden=8", "--config.train.progress_bar=False",
+          "--config.train.plot=False"]
+  out = {}
+  for name, mesh in (("one", ""), ("four", "data=-1")):
+    r = subprocess.run([sys.executable, "-m", "experiments.main",
+                        f"--workdir={tmp_path / name}", *args, f"--config.train.mesh={mesh}"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    out[name] = r.stdout
+  assert "data parallel over 4 devices" in out["four"] and "data parallel" not in out["one"]
+  same(losses(tmp_path / "one"), losses(tmp_path / "four"))
