@@ -104,3 +104,44 @@ def test_cli_logs_its_devices_and_matches_one_device(tmp_path):
     out[name] = r.stdout
   assert "data parallel over 4 devices" in out["four"] and "data parallel" not in out["one"]
   same(losses(tmp_path / "one"), losses(tmp_path / "four"))
+
+
+def _free_port():
+  import socket  # pylint: disable=g-import-not-at-top
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    return s.getsockname()[1]
+
+
+def test_two_processes_of_two_devices_equal_one_process_of_four(tmp_path):
+  """jax.distributed on 127.0.0.1 with CPU collectives: the same command in two processes
+  (two host devices each) trains the run one process with four devices trains."""
+  args = ["--config=configs/copy.py:lvf", "--config.train.steps=4",
+          "--config.train.batch_size=8", "--config.train.eval_every=2",
+          "--config.train.eval_size=16", "--config.train.eval_batch_size=8",
+          "--config.train.log_every=1", "--config.train.checkpoint_every=2",
+          "--config.task.options.T=6", "--config.model.hidden=8",
+          "--config.train.progress_bar=False", "--config.train.plot=False",
+          "--config.train.mesh=data=-1"]
+
+  def env(devices):
+    return dict(os.environ, JAX_PLATFORMS="cpu",
+                XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+
+  one = subprocess.run([sys.executable, "-m", "experiments.main",
+                        f"--workdir={tmp_path / 'one'}", *args], cwd=ROOT, env=env(4),
+                       capture_output=True, text=True, timeout=600)
+  assert one.returncode == 0, one.stderr[-2000:]
+  address = f"127.0.0.1:{_free_port()}"
+  procs = [subprocess.Popen(
+      [sys.executable, "-m", "experiments.main", f"--workdir={tmp_path / 'two'}", *args,
+       f"--config.distributed.coordinator_address={address}",
+       "--config.distributed.num_processes=2", f"--config.distributed.process_id={i}"],
+      cwd=ROOT, env=env(2), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+      for i in range(2)]
+  outs = [p.communicate(timeout=600) for p in procs]
+  for p, (out, err) in zip(procs, outs):
+    assert p.returncode == 0, err[-2000:]
+  assert "data parallel over 4 devices" in outs[0][0]
+  same(losses(tmp_path / "one"), losses(tmp_path / "two"))
+  assert (tmp_path / "two" / "summary.json").exists()

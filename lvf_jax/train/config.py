@@ -1,12 +1,14 @@
 """The training config (``ml_collections.ConfigDict``) and its validation.
 
-A config has four sections::
+A config has five sections::
 
   config.task   name + options of the task (e.g. ``name='copy'``, ``options={'T': 200}``)
   config.model  name (a key of ``lvf_jax.cells.CELLS``), hidden, num_layers, dropout, and
                 ``cell``: keyword arguments of the cell (tau, rho, integrator, ...), and
                 the layer options unroll, checkpoint, fused, input_projection
   config.optim  the fields of ``lvf_jax.optim.make_optimizer`` (+ ``dtriv_every``)
+  config.distributed  coordinator_address, num_processes, process_id: several processes
+                (:func:`lvf_jax.train.parallel.initialize`; empty: one process)
   config.train  steps, batch_size, seed, eval/log/checkpoint periods, diagnostics (log the
                 cheap diagnostics of :func:`lvf_jax.diagnostics.model_diagnostics` at every
                 evaluation), ...
@@ -43,6 +45,10 @@ def base_config() -> ml_collections.ConfigDict:
       "name": "exprnn", "hidden": 128, "num_layers": 1, "dropout": 0.0, "cell": {},
       "unroll": 1, "checkpoint": False, "fused": True, "input_projection": "auto"})
   c.optim = optim_config()
+  c.distributed = ml_collections.ConfigDict({
+      "coordinator_address": "",
+      "num_processes": ml_collections.config_dict.placeholder(int),
+      "process_id": ml_collections.config_dict.placeholder(int)})
   c.train = ml_collections.ConfigDict({
       "steps": 1000,
       "batch_size": 128,

@@ -267,6 +267,7 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
   installed), ``checkpoints/``, ``best_variables.msgpack`` + ``best.json`` (the variables
   of the best validation step), ``curves.png`` and ``summary.json``.
   """
+  parallel.initialize(config)  # several processes: before anything else touches JAX
   pipeline = validate_config(config)
   mesh = parallel.make_mesh(config.train.get("mesh", ""))
   parallel.check_batch_sizes(mesh, batch_size=int(config.train.batch_size))
@@ -287,16 +288,18 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
   ckpt = checkpoints.Checkpointer(os.path.join(workdir, "checkpoints"), int(t.keep_checkpoints))
   resumed_from = ckpt.latest_step()
   try:  # a resume with another config stops here, before anything is written
-    resume.check_resume(config, workdir, resuming=resumed_from is not None)
+    if parallel.is_writer():  # process 0 checks and writes config.json
+      resume.check_resume(config, workdir, resuming=resumed_from is not None)
     if resumed_from is not None:
       state, resumed_from = ckpt.restore_latest(state)
   except ValueError:  # ConfigMismatchError, or no checkpoint restores
     ckpt.close()
     raise
   start = int(state.step)
+  writes = parallel.is_writer()
   writer = reporting.MetricWriter(workdir, tensorboard=bool(t.get("tensorboard", True)),
-                                  resume_step=start)
-  history = reporting.MetricWriter.read(writer.path)
+                                  resume_step=start, enabled=writes)
+  history = list(writer.records)
   best = {"loss": math.inf, "step": None, "test": None}
   for r in history:
     if r["split"] == "validation" and r["loss"] < best["loss"]:
@@ -363,8 +366,9 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
                                        mesh))
           best.update(loss=val["loss"], step=step,
                       test={k: v for k, v in test.items() if k not in ("step", "split")})
-          save_best_variables(workdir, step, state.params, state.extras,
-                              {k: v for k, v in val.items() if k not in ("step", "split")})
+          if writes:
+            save_best_variables(workdir, step, state.params, state.extras,
+                                {k: v for k, v in val.items() if k not in ("step", "split")})
       if save_now:
         ckpt.save(step, state)
         last_saved = step
@@ -380,7 +384,7 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
     with open(summary_path) as f:
       last = json.load(f)
     previous = float(last.get("seconds_total", last.get("seconds", 0.0)))
-  records = reporting.MetricWriter.read(writer.path)
+  records = writer.records
   final_val = [r for r in records if r["split"] == "validation"][-1]
   summary = {
       "model": config.model.name,
@@ -399,6 +403,8 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
       "best_validation_step": best["step"],
       "test_at_best_validation": best["test"],
   }
+  if not writes:  # another process of a multi-process run: process 0 writes the files
+    return summary
   if bool(t.get("plot", True)):
     summary["plot"] = reporting.plot_curves(records, os.path.join(workdir, "curves.png"),
                                             title=label, baseline=pipeline.baseline_loss())

@@ -1,10 +1,17 @@
-"""Data parallelism over the local devices with JAX's own runtime: a ``("data",)`` mesh, the
-batch sharded over it, parameters and optimiser state replicated.
+"""Data parallelism with JAX's own runtime: a ``("data",)`` mesh over the devices, the batch
+sharded over it, parameters and optimiser state replicated; several processes (hosts) through
+:func:`jax.distributed.initialize`.
 
-``config.train.mesh`` names the mesh: ``''`` (one device), ``'data=-1'`` (every local
-device) or ``'data=<k>'`` (the first ``k``). The mesh's axes are ``Explicit`` (sharding in
-types, :func:`jax.make_mesh`'s default), so every array's type says how it is sharded; the
-cells, layers and optimiser transforms of lvf_jax support that.
+``config.train.mesh`` names the mesh: ``''`` (one device), ``'data=-1'`` (every device of
+every process) or ``'data=<k>'`` (the first ``k`` of one process). The mesh's axes are
+``Explicit`` (sharding in types, :func:`jax.make_mesh`'s default), so every array's type says
+how it is sharded; the cells, layers and optimiser transforms of lvf_jax support that.
+
+``config.distributed`` (``coordinator_address``, ``num_processes``, ``process_id``) starts
+the multi-process runtime before anything else touches JAX (:func:`initialize`): every
+process runs the same command; each builds the global batch of a step (drawn from the same
+key, or read from the same records) and contributes the rows its devices hold; orbax writes
+the checkpoints from every process; process 0 alone writes metrics, plots and summaries.
 """
 
 from __future__ import annotations
@@ -18,8 +25,38 @@ from jax.sharding import NamedSharding, PartitionSpec
 AXIS = "data"
 
 
+def initialize(config) -> bool:
+  """Starts JAX's multi-process runtime when ``config.distributed.coordinator_address`` is
+  set (``jax.distributed.initialize`` with ``num_processes`` and ``process_id``; on CPUs
+  with the gloo collectives, which cross-process CPU programs need). Returns whether it did.
+  Must run before any other JAX computation of the process; a second call is a no-op."""
+  d = config.get("distributed", None)
+  address = "" if d is None else (d.get("coordinator_address", "") or "")
+  if not address:
+    return False
+  if jax.distributed.is_initialized():
+    return True
+  num, pid = d.get("num_processes", None), d.get("process_id", None)
+  if num is None or pid is None or not 0 <= int(pid) < int(num):
+    raise ValueError(
+        f"config: 'distributed.num_processes' and 'distributed.process_id' (0 <= process_id "
+        f"< num_processes) must be set with distributed.coordinator_address; got "
+        f"{num!r} and {pid!r}.")
+  if jax.config.jax_platforms in (None, "", "cpu") or str(
+      jax.config.jax_platforms).startswith("cpu"):
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+  jax.distributed.initialize(coordinator_address=address, num_processes=int(num),
+                             process_id=int(pid))
+  return True
+
+
+def is_writer() -> bool:
+  """Whether this process writes the run's files (process 0)."""
+  return jax.process_index() == 0
+
+
 def make_mesh(spec: str) -> Optional[jax.sharding.Mesh]:
-  """The mesh of ``config.train.mesh`` (None for ``''``, ``'data=1'`` or one local device).
+  """The mesh of ``config.train.mesh`` (None for ``''``, ``'data=1'`` or one device).
 
   Raises:
     ValueError: for a spec other than ``''`` / ``'data=<k>'`` with ``k = -1`` or ``1 <= k <=``
@@ -29,7 +66,7 @@ def make_mesh(spec: str) -> Optional[jax.sharding.Mesh]:
   if not spec:
     return None
   name, _, value = spec.partition("=")
-  available = jax.local_device_count()
+  available = jax.device_count() if value.strip() == "-1" else jax.local_device_count()
   try:
     k = int(value)
   except ValueError:
@@ -38,7 +75,8 @@ def make_mesh(spec: str) -> Optional[jax.sharding.Mesh]:
     raise ValueError(
         f"config: 'train.mesh' must be '' (one device), 'data=-1' (all {available} local "
         f"devices) or 'data=<k>' with 1 <= k <= {available}; got {spec!r}.")
-  k = available if k == -1 else k
+  if k == -1:  # every device of every process
+    return None if available == 1 else jax.make_mesh((available,), (AXIS,))
   if k == 1:
     return None
   return jax.make_mesh((k,), (AXIS,), devices=jax.local_devices()[:k])
@@ -57,11 +95,21 @@ def check_batch_sizes(mesh: Optional[jax.sharding.Mesh], **sizes: int) -> None:
           f"train.mesh; choose a multiple of {k}.")
 
 
+def _place(leaf: Any, sharding: NamedSharding) -> Any:
+  """A host value (the same on every process) as a global array of ``sharding``: each
+  process contributes the shards of its own devices."""
+  leaf = np.asarray(leaf)
+  return jax.make_array_from_callback(leaf.shape, sharding, lambda index: leaf[index])
+
+
 def replicate(tree: Any, mesh: Optional[jax.sharding.Mesh]) -> Any:
   """``tree`` placed on every device of ``mesh`` (unchanged without a mesh)."""
   if mesh is None:
     return tree
-  return jax.device_put(tree, NamedSharding(mesh, PartitionSpec()))
+  sharding = NamedSharding(mesh, PartitionSpec())
+  if jax.process_count() == 1:
+    return jax.device_put(tree, sharding)
+  return jax.tree_util.tree_map(lambda leaf: _place(jax.device_get(leaf), sharding), tree)
 
 
 def _batch_spec(leaf: Any, k: int) -> PartitionSpec:
@@ -82,6 +130,8 @@ def shard_batch(batch: Any, mesh: Optional[jax.sharding.Mesh]) -> Any:
     sharding = NamedSharding(mesh, _batch_spec(leaf, k))
     if isinstance(leaf, jax.core.Tracer):
       return jax.sharding.reshard(leaf, sharding)
-    return jax.device_put(leaf, sharding)
+    if jax.process_count() == 1:
+      return jax.device_put(leaf, sharding)
+    return _place(leaf, sharding)
 
   return jax.tree_util.tree_map(place, batch)

@@ -22,14 +22,20 @@ class MetricWriter:
   uninterrupted run.
   """
 
-  def __init__(self, workdir: str, *, tensorboard: bool = True, resume_step: int = 0):
+  def __init__(self, workdir: str, *, tensorboard: bool = True, resume_step: int = 0,
+               enabled: bool = True):
     self.path = os.path.join(workdir, "metrics.jsonl")
     kept = [r for r in self.read(self.path) if r["step"] <= resume_step] if resume_step else []
-    with open(self.path, "w") as f:
-      for r in kept:
-        f.write(json.dumps(r) + "\n")
+    #: every record of the run so far (also kept when ``enabled`` is false: a process of a
+    #: multi-process run that writes no files)
+    self.records = list(kept)
+    self._enabled = enabled
+    if enabled:
+      with open(self.path, "w") as f:
+        for r in kept:
+          f.write(json.dumps(r) + "\n")
     self._tb = None
-    if tensorboard:
+    if tensorboard and enabled:
       try:
         from tensorboardX import SummaryWriter  # optional dependency
         self._tb = SummaryWriter(os.path.join(workdir, "tensorboard"))
@@ -49,6 +55,9 @@ class MetricWriter:
   def write(self, step: int, split: str, metrics: Mapping[str, Any]) -> dict:
     record = {"step": int(step), "split": split}
     record.update({k: _scalar(v) for k, v in metrics.items()})
+    self.records.append(record)
+    if not self._enabled:
+      return record
     with open(self.path, "a") as f:
       f.write(json.dumps(record) + "\n")
     if self._tb is not None:
