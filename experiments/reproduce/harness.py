@@ -249,6 +249,9 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
       "baseline_loss": summary["baseline_loss"],
       "wall_seconds": round(previous + elapsed, 1) if summary.get("resumed_from") else
                       round(elapsed, 1),
+      # whether wall_seconds covers the whole run (a part killed before it wrote a result
+      # is not counted)
+      "wall_complete": not summary.get("resumed_from") or done is not None,
       "resumed_from": summary.get("resumed_from"),
       "machine": machine(), "commit": commit,
       "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -407,7 +410,7 @@ def table_markdown(table: Table, workdir: str, figure: Optional[str] = None) -> 
               f"{steps_at})**" + (f" {note}" if note else ""))
     wall = f"{sum(r['wall_seconds'] for r in results) / len(results) / 60:.1f} min" \
         if results else ""
-    if any(r.get("resumed_from") for r in results):
+    if any(r.get("resumed_from") and not r.get("wall_complete", False) for r in results):
       wall += " (after a resume: the resumed part only)"
     shown = list(row.paper.items()) or [("", None)]
     if set(row.paper) & {"min_train_loss", "val_loss"} and "test_loss" not in row.paper:
