@@ -31,7 +31,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -148,10 +148,12 @@ def kill_trials(root: str, kills: int, seed: int = 0, reference: Optional[str] =
           "steps_redone": redone}
 
 
-def _damages(path: str) -> list[tuple[str, Callable[[bytes], bytes]]]:
-  del path
-  flip = lambda b: b[:len(b) // 2] + bytes([b[len(b) // 2] ^ 0xFF]) + b[len(b) // 2 + 1:]
-  return [("truncate", lambda b: b[:len(b) // 2]), ("flip", flip)]
+def _flip(b: bytes) -> bytes:
+  return b[:len(b) // 2] + bytes([b[len(b) // 2] ^ 0xFF]) + b[len(b) // 2 + 1:]
+
+
+#: The damages every file is put through: truncated to half, one byte flipped.
+DAMAGES = (("truncate", lambda b: b[:len(b) // 2]), ("flip", _flip))
 
 
 def run_config(steps: Optional[int] = None):
@@ -200,7 +202,7 @@ def checkpoint_trials(root: str, reference: str, one_per_kind: bool = False
     files = list({_file_kind(f): f for f in reversed(files)}.values())
   outcomes = []
   for rel in files:
-    for name, damage in _damages(rel):
+    for name, damage in DAMAGES:
       work = os.path.join(root, f"ckpt-{name}-{rel.replace(os.sep, '_')}")
       shutil.copytree(base, work)
       target = os.path.join(work, "checkpoints", str(half), rel)
@@ -252,7 +254,7 @@ def data_trials(root: str) -> dict[str, Any]:
   raw = paths.raw_data_dir()
   outcomes = []
   for dataset, rel in _raw_files(raw):
-    for name, damage in _damages(rel):
+    for name, damage in DAMAGES:
       work = os.path.join(root, f"data-{dataset}-{name}")
       src = os.path.join(raw, rel)
       target = os.path.join(work, rel)

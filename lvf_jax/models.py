@@ -99,8 +99,8 @@ class _Embedded(nn.Module):
           f"SequenceModel: with vocab_size={self.vocab_size} the inputs must be integer "
           f"tokens (batch, time); got dtype {jnp.asarray(x).dtype}.")
     embed = nn.Embed(self.vocab_size, self.embed_dim or self.vocab_size, name="embed")
-    if recurrences.explicitly_sharded(x):  # a batch split over a mesh with Explicit axes
-      sharding = jax.typeof(x).sharding
+    sharding = recurrences.typed_sharding(x)
+    if sharding is not None:  # a batch split over a mesh with Explicit axes
       spec = jax.sharding.PartitionSpec(*sharding.spec, None)
       return embed.embedding.at[x].get(
           out_sharding=jax.sharding.NamedSharding(sharding.mesh, spec))

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from lvf_jax import geometry
+from lvf_jax import geometry, recurrences
 
 Array = jax.Array
 
@@ -235,17 +235,9 @@ def every_k(count: Array, every: Any) -> Array:
   return jnp.logical_and(every > 0, step % jnp.maximum(every, 1) == 0)
 
 
-def _typed_sharding(x: Any):
-  """The explicit (sharding-in-types) ``NamedSharding`` of ``x``, or ``None`` when ``x`` is
-  not explicitly sharded (Auto meshes, single device): then XLA propagates shardings."""
-  try:
-    s = jax.typeof(x).sharding
-  except Exception:  # pragma: no cover - non-array leaves
-    return None
-  spec = getattr(s, "spec", None)
-  if spec is None or getattr(s, "mesh", None) is None or all(p is None for p in spec):
-    return None
-  return s
+#: The explicit (sharding-in-types) ``NamedSharding`` of ``x``, or None when ``x`` is not
+#: explicitly sharded (Auto meshes, single device): then XLA propagates shardings.
+_typed_sharding = recurrences.typed_sharding
 
 
 def gather_matrix(x: Array) -> Array:

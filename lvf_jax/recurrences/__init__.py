@@ -72,11 +72,11 @@ not itself differentiable a second time) and ``jax.checkpoint``.
 """
 
 from lvf_jax.recurrences._common import (check_seq_lengths, dot_rows, explicitly_sharded,
-                                         shard_batch_like)
+                                         shard_batch_like, typed_sharding)
 from lvf_jax.recurrences.euler import euler_scan, gated_euler_scan
 from lvf_jax.recurrences.gated import CANDIDATES, gru_scan, lstm_scan, ncgru_scan
 from lvf_jax.recurrences.rnn import ACTIVATIONS, rnn_scan
 
 __all__ = ["ACTIVATIONS", "CANDIDATES", "check_seq_lengths", "dot_rows", "euler_scan",
            "explicitly_sharded", "gated_euler_scan", "gru_scan", "lstm_scan", "ncgru_scan",
-           "rnn_scan", "shard_batch_like"]
+           "rnn_scan", "shard_batch_like", "typed_sharding"]

@@ -171,25 +171,34 @@ def last_carry(h0: Array, hs: Array, reverse: bool) -> Array:
   return hs[0] if reverse else hs[-1]
 
 
-def explicitly_sharded(x: Array) -> bool:
-  """Whether ``x``'s type carries a sharded axis (a mesh with ``Explicit`` axes, JAX's
-  sharding in types): then merging its leading axes by a reshape is refused, and the
-  products below contract the axes in place instead (the partitioner inserts the reduction
-  over the sharded batch)."""
+def typed_sharding(x: Any):
+  """The ``NamedSharding`` in ``x``'s type when an axis of it is sharded (a mesh with
+  ``Explicit`` axes, JAX's sharding in types); None otherwise (one device, ``Auto`` axes,
+  non-array leaves)."""
   try:
-    spec = jax.typeof(x).sharding.spec
+    s = jax.typeof(x).sharding
   except Exception:  # pylint: disable=broad-except  (no sharding in the type)
-    return False
-  return any(axis is not None for axis in spec)
+    return None
+  spec = getattr(s, "spec", None)
+  if spec is None or getattr(s, "mesh", None) is None or all(p is None for p in spec):
+    return None
+  return s
+
+
+def explicitly_sharded(x: Array) -> bool:
+  """Whether ``x``'s type carries a sharded axis (:func:`typed_sharding`): then merging its
+  leading axes by a reshape is refused, and the products below contract the axes in place
+  instead (the partitioner inserts the reduction over the sharded batch)."""
+  return typed_sharding(x) is not None
 
 
 def shard_batch_like(tree: Any, x: Array) -> Any:
   """Every leaf of ``tree`` (carries ``(*batch, n)``) with the batch axes sharded as those of
   the time-major ``x`` (``(T, *batch, d)``) when ``x`` is explicitly sharded; unchanged
   otherwise. A scan needs its carry typed as the states it computes from ``x``."""
-  if not explicitly_sharded(x):
+  sharding = typed_sharding(x)
+  if sharding is None:
     return tree
-  sharding = jax.typeof(x).sharding
   batch_spec = tuple(sharding.spec)[1:-1]
 
   def reshard(leaf):

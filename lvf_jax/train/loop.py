@@ -287,8 +287,9 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
 
   ckpt = checkpoints.Checkpointer(os.path.join(workdir, "checkpoints"), int(t.keep_checkpoints))
   resumed_from = ckpt.latest_step()
+  writes = parallel.is_writer()  # process 0 writes the run's files
   try:  # a resume with another config stops here, before anything is written
-    if parallel.is_writer():  # process 0 checks and writes config.json
+    if writes:  # process 0 checks and writes config.json
       resume.check_resume(config, workdir, resuming=resumed_from is not None)
     if resumed_from is not None:
       state, resumed_from = ckpt.restore_latest(state)
@@ -296,7 +297,6 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
     ckpt.close()
     raise
   start = int(state.step)
-  writes = parallel.is_writer()
   writer = reporting.MetricWriter(workdir, tensorboard=bool(t.get("tensorboard", True)),
                                   resume_step=start, enabled=writes)
   history = list(writer.records)
