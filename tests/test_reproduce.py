@@ -326,3 +326,31 @@ def test_lvf_presets_differ_from_table5_only_where_documented(spec, changed):
   assert diff == changed
   assert literal.get(("optim", "lr_vector_field")) in (None, literal[("optim", "learning_rate")])
   assert literal[("model", "name")] == ours[("model", "name")] == "lvf"
+
+
+def test_a_time_limited_run_counts_its_steps_and_resumes_to_the_budget(tmp_path, monkeypatch):
+  """``--time-limit``: the result of the stopped part counts the steps it reached (the page
+  shows the fraction), and the next invocation resumes to the full budget."""
+  table = rows.get("lvf-t4")
+  row = table.row("copy-rnn")
+  real = harness.row_config
+
+  def small(*args, **kwargs):
+    c = real(*args, **kwargs)
+    c.task.options.T = 10
+    c.model.hidden = 8
+    c.train.log_every = 2
+    c.train.eval_size = 16
+    c.train.plot = False
+    return c
+
+  monkeypatch.setattr(harness, "row_config", small)
+  monkeypatch.setenv("LVF_JAX_COMMIT", "abc1234")
+  work = tmp_path / "runs"
+  part = harness.run_row(table, row, str(work), steps=6, time_limit=1e-9, log=lambda *_: None)
+  assert part["steps"] == 2 and part["commit"] == "abc1234"
+  page = harness.write_table(table, str(work), str(tmp_path / "pages"))
+  assert "2 of" in open(page).read()
+  rest = harness.run_row(table, row, str(work), steps=6, log=lambda *_: None)
+  assert rest["steps"] == 6 and rest["resumed_from"] == 2 and rest["wall_complete"]
+  assert rest["wall_seconds"] >= part["wall_seconds"]

@@ -88,6 +88,24 @@ def test_resume_equals_uninterrupted(tmp_path, model):
   assert diag(ra) and diag(ra) == diag(rb)  # the logged spectra of the resumed run too
 
 
+def test_time_limit_stops_at_a_log_step_and_the_run_resumes_to_the_same_end(tmp_path):
+  straight, split = str(tmp_path / "straight"), str(tmp_path / "split")
+  c = tiny("rnn", steps=6)
+  train.train_and_evaluate(c, straight)
+  limited = tiny("rnn", steps=6, log_every=2, time_limit=1e-9)
+  part = train.train_and_evaluate(limited, split)
+  # the first log step after the limit: evaluated, checkpointed and reported there
+  assert part["steps"] == 2 and part["stopped_at_time_limit"] and part["steps_budget"] == 6
+  records = [json.loads(l) for l in open(os.path.join(split, "metrics.jsonl"))]
+  assert {r["split"] for r in records if r["step"] == 2} >= {"train", "validation"}
+  assert _final_state(c, split).step == 2
+  rest = train.train_and_evaluate(c, split)  # no limit: resumes and finishes
+  assert rest["resumed_from"] == 2 and rest["steps"] == 6 and not rest["stopped_at_time_limit"]
+  a, b = _final_state(c, straight), _final_state(c, split)
+  for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
 def test_dropout_and_stacked_resume(tmp_path):
   c = tiny("rnn", steps=4)
   c.model.num_layers = 2
@@ -143,6 +161,7 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypa
     ("model.name", "lvff", r"make_cell: argument 'name' must be one of \["),
     ("model.cell", {"tau": -1.0}, r"tau"),
     ("train.steps", -5, r"'train.steps' must be an integer >= 1"),
+    ("train.time_limit", -1.0, r"'train.time_limit' must be a number of seconds >= 0"),
     ("model.input_projection", "inloop",
      r"'model.input_projection' must be one of \['hoisted', 'in_loop', 'auto'\]; got 'inloop'"),
 ])

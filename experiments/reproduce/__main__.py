@@ -33,6 +33,10 @@ def _parser() -> argparse.ArgumentParser:
                  help="run only this seed index (to run the seeds of a row in parallel)")
   p.add_argument("--steps", type=int, default=0,
                  help="optimiser steps per run (default: the row's budget); for smoke runs")
+  p.add_argument("--time-limit", type=float, default=0.0,
+                 help="seconds of training per run after which it stops at its next log step "
+                      "(checkpointed; its result counts the steps reached; running again "
+                      "resumes); 0: none")
   p.add_argument("--workdir", default="",
                  help="runs directory (default runs/reproduce, runs/reproduce-smoke with --smoke)")
   p.add_argument("--out", default="",
@@ -60,8 +64,8 @@ def _select(args) -> list[rows.Table]:
 
 def main(argv=None) -> int:
   args = _parser().parse_args(argv)
-  if args.seeds < 0 or args.steps < 0:
-    raise SystemExit("--seeds and --steps must be >= 0.")
+  if args.seeds < 0 or args.steps < 0 or args.time_limit < 0:
+    raise SystemExit("--seeds, --steps and --time-limit must be >= 0.")
   if args.list:
     for t in rows.tables().values():
       print(f"{t.id}: {t.citation}, Table {t.number}: {t.caption}")
@@ -89,7 +93,7 @@ def main(argv=None) -> int:
         seeds = [args.seed] if args.seed >= 0 else range(args.seeds or row.seeds)
         for seed in seeds:
           harness.run_row(table, row, args.workdir, seed=seed, steps=args.steps or None,
-                          smoke=args.smoke)
+                          smoke=args.smoke, time_limit=args.time_limit)
     path = harness.write_table(table, args.workdir, args.out)
     print(f"reproduce: wrote {path}")
     if args.release:

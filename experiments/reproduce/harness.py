@@ -122,7 +122,11 @@ def started_at_commit() -> str:
 
 
 def git_commit() -> str:
-  """``HEAD``'s short hash, with ``+dirty`` when the work tree has uncommitted changes."""
+  """``HEAD``'s short hash, with ``+dirty`` when the work tree has uncommitted changes;
+  ``$LVF_JAX_COMMIT`` where set (a copy of the tree without its git history, e.g. on a
+  remote machine)."""
+  if os.environ.get("LVF_JAX_COMMIT"):
+    return os.environ["LVF_JAX_COMMIT"]
   try:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
                           capture_output=True, text=True).stdout.strip()
@@ -207,14 +211,20 @@ def compute_row(table: Table, row: Row, workdir: str, log=print) -> dict:
 
 
 def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
-            steps: Optional[int] = None, smoke: bool = False, log=print) -> dict:
+            steps: Optional[int] = None, smoke: bool = False, time_limit: float = 0.0,
+            log=print) -> dict:
   """Trains one seed of ``row`` (resuming) and returns its result (also in ``result.json``);
-  an analytic row is computed instead (:func:`compute_row`)."""
+  an analytic row is computed instead (:func:`compute_row`).
+
+  ``time_limit`` (seconds, 0: none) stops the training at its next log step after that
+  long (``config.train.time_limit``): the result then counts the steps reached, and running
+  the row again resumes it."""
   if row.analytic:
     return compute_row(table, row, workdir, log=log)
   commit = started_at_commit()
   from lvf_jax import train  # pylint: disable=g-import-not-at-top
   c = row_config(row, seed=seed, steps=steps, smoke=smoke)
+  c.train.time_limit = float(time_limit)
   run_dir = os.path.join(workdir, table.id, row.id, f"seed{seed}")
   done = read_result(run_dir)
   if done is not None and done["steps"] == int(c.train.steps):

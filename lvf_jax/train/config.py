@@ -64,6 +64,7 @@ def base_config() -> ml_collections.ConfigDict:
       "plot": True,
       "diagnostics": True,
       "mesh": "",
+      "time_limit": 0.0,
       "allow_resume_changes": False,
   })
   return c
@@ -95,6 +96,10 @@ def validate_config(config: ml_collections.ConfigDict):
       raise ValueError(f"config: missing section '{section}'.")
   t = config.train
   _positive_int("train.steps", t.steps)
+  limit = _get(t, "time_limit", 0.0)
+  if isinstance(limit, bool) or not isinstance(limit, numbers.Real) or not limit >= 0:
+    raise ValueError(f"config: 'train.time_limit' must be a number of seconds >= 0 (0: no "
+                     f"limit); got {limit!r}.")
   _positive_int("train.batch_size", t.batch_size)
   for name in ("eval_every", "log_every", "checkpoint_every", "eval_size", "eval_batch_size",
                "keep_checkpoints"):

@@ -329,6 +329,8 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
                                 f"{config.model.name}/{pipeline.name}")
   pending: list[dict[str, Array]] = []
   t0, steps_done, last_saved = time.time(), 0, resumed_from
+  time_limit = float(t.get("time_limit", 0.0) or 0.0)
+  stopped_at_time_limit = False
   step = start
   try:
     while step < int(t.steps):
@@ -339,6 +341,9 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
       steps_done += 1
       pending.append(metrics)
       last = step == int(t.steps)
+      if time_limit and not last and step % int(t.log_every) == 0:
+        # at a log step, so that every process asks at the same step
+        last = stopped_at_time_limit = parallel.agree(time.time() - t0 >= time_limit)
       log_now = step % int(t.log_every) == 0 or last
       eval_now = step % int(t.eval_every) == 0 or last
       save_now = step % int(t.checkpoint_every) == 0 or last
@@ -372,6 +377,10 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
       if save_now:
         ckpt.save(step, state)
         last_saved = step
+      if stopped_at_time_limit:
+        print(f"lvf_jax: stopped at step {step} of {int(t.steps)}: train.time_limit of "
+              f"{time_limit:g} s reached; run again with the same workdir to resume")
+        break
   finally:
     progress.close()
     writer.close()
@@ -392,6 +401,8 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
       "parameters": n_params,
       "effective_parameters": models.count_params(state.params, effective=True),
       "steps": step,
+      "steps_budget": int(t.steps),
+      "stopped_at_time_limit": stopped_at_time_limit,
       "resumed_from": resumed_from,
       "seconds": round(elapsed, 2),
       # every part of the run that wrote a summary (a part killed before it wrote one is

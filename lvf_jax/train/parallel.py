@@ -55,6 +55,15 @@ def is_writer() -> bool:
   return jax.process_index() == 0
 
 
+def agree(flag: bool) -> bool:
+  """``flag`` as process 0 sees it, on every process (a decision all processes must share,
+  e.g. to stop at a time limit; ``flag`` itself with one process)."""
+  if jax.process_count() == 1:
+    return bool(flag)
+  from jax.experimental import multihost_utils  # pylint: disable=g-import-not-at-top
+  return bool(multihost_utils.broadcast_one_to_all(np.asarray(flag, np.bool_)))
+
+
 def make_mesh(spec: str) -> Optional[jax.sharding.Mesh]:
   """The mesh of ``config.train.mesh`` (None for ``''``, ``'data=1'`` or one device).
 

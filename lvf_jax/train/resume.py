@@ -27,7 +27,8 @@ SAFE_TO_CHANGE = frozenset({
     "train.steps", "train.log_every", "train.eval_every", "train.checkpoint_every",
     "train.keep_checkpoints", "train.progress_bar", "train.tensorboard", "train.plot",
     "train.eval_batch_size", "train.allow_resume_changes", "task.options.download",
-    "train.diagnostics", "train.mesh", "distributed.coordinator_address",
+    "train.diagnostics", "train.mesh", "train.time_limit",
+    "distributed.coordinator_address",
     "distributed.num_processes", "distributed.process_id"})
 
 
