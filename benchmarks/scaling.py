@@ -8,7 +8,10 @@ or an every-step loss (``--loss all``: the copy task's), one jitted forward + ba
 iteration, timed after a warm-up call. Reports ms per iteration, the process's peak RSS (MiB)
 and, where a GPU is the default device, its peak memory; then fits ``time = a + b T`` by least
 squares over the settings of one ``(n, batch, checkpoint)`` and prints the slope per step and
-the constant. ``--checkpoint`` rematerialises every step (``Recurrent(checkpoint=True)``).
+the constant. ``--checkpoint`` rematerialises every step (``Recurrent(checkpoint=True)``);
+``--segment auto 1000`` adds segment-wise rematerialisation (``Recurrent(segment_length=k)``,
+the carry kept every ``k`` steps), with the last-state loss read from the final carry
+without forming the outputs (``return_sequences=False``).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import numpy as np
 
 
 def measure(cell: str, n: int, T: int, batch: int, checkpoint: bool, loss: str,
-            repeats: int) -> dict:
+            repeats: int, segment=None) -> dict:
   """One setting in this process: ms per iteration (median) and peak memory."""
   import resource  # pylint: disable=g-import-not-at-top
   import time  # pylint: disable=g-import-not-at-top
@@ -33,7 +36,8 @@ def measure(cell: str, n: int, T: int, batch: int, checkpoint: bool, loss: str,
 
   from lvf_jax import cells, layers  # pylint: disable=g-import-not-at-top
   layer = layers.Recurrent(cells.make_cell(cell, n), fused=True, checkpoint=checkpoint,
-                           return_carry=(loss == "last"))
+                           return_carry=(loss == "last"), segment_length=segment,
+                           return_sequences=not (loss == "last" and segment))
   x = jax.random.normal(jax.random.key(0), (batch, T, 2), jnp.float32)
   params = jax.jit(layer.init)(jax.random.key(1), x[:, :2])
 
@@ -53,6 +57,7 @@ def measure(cell: str, n: int, T: int, batch: int, checkpoint: bool, loss: str,
     jax.block_until_ready(step(params, x))
     times.append(time.perf_counter() - t0)
   out = {"cell": cell, "n": n, "T": T, "batch": batch, "checkpoint": checkpoint, "loss": loss,
+         "segment": segment,
          "ms": 1e3 * float(np.median(times)),
          "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
   dev = jax.devices()[0]
@@ -76,6 +81,10 @@ def main(argv=None) -> None:
   parser.add_argument("--batch", type=int, nargs="+", default=[16])
   parser.add_argument("--T", type=int, nargs="+", default=[100, 1000, 10000])
   parser.add_argument("--checkpoint", action="store_true", help="also with checkpoint=True")
+  parser.add_argument("--segment", nargs="+", default=[],
+                      help="also with segment_length (e.g. auto 1000)")
+  parser.add_argument("--no-plain", action="store_true",
+                      help="skip the setting without any rematerialisation")
   parser.add_argument("--loss", choices=("last", "all"), default="last")
   parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--out", help="markdown table")
@@ -87,10 +96,13 @@ def main(argv=None) -> None:
   rows = []
   for n in args.n:
     for batch in args.batch:
-      for checkpoint in ([False, True] if args.checkpoint else [False]):
+      variants = [] if args.no_plain else [(False, None)]
+      variants += [(True, None)] if args.checkpoint else []
+      variants += [(False, int(k) if k.isdigit() else k) for k in args.segment]
+      for checkpoint, segment in variants:
         for T in args.T:
           setting = dict(cell=args.cell, n=n, T=T, batch=batch, checkpoint=checkpoint,
-                         loss=args.loss, repeats=args.repeats)
+                         loss=args.loss, repeats=args.repeats, segment=segment)
           r = subprocess.run([sys.executable, os.path.abspath(__file__), "--one",
                               json.dumps(setting)], capture_output=True, text=True)
           if r.returncode:
@@ -100,13 +112,15 @@ def main(argv=None) -> None:
           print(json.dumps(rows[-1]), flush=True)
   lines = ["| n | batch | remat | T | ms / iteration | peak RSS MiB |", "|---|---|---|---|---|---|"]
   for r in rows:
-    lines.append(f"| {r['n']} | {r['batch']} | {r['checkpoint']} | {r['T']} | "
+    remat = f"segment {r['segment']}" if r.get("segment") else r["checkpoint"]
+    lines.append(f"| {r['n']} | {r['batch']} | {remat} | {r['T']} | "
                  + (f"{r['ms']:.1f} | {r['peak_rss_mib']:.0f} |" if "ms" in r else
                     f"failed: {r['error']} | |"))
   fits = {}
   for r in rows:
     if "ms" in r:
-      fits.setdefault((r["n"], r["batch"], r["checkpoint"]), []).append((r["T"], r["ms"]))
+      remat = f"segment {r['segment']}" if r.get("segment") else r["checkpoint"]
+      fits.setdefault((r["n"], r["batch"], remat), []).append((r["T"], r["ms"]))
   lines.append("")
   for key, pts in fits.items():
     if len(pts) >= 2:

@@ -38,9 +38,10 @@ class StackedRecurrent(nn.Module):
       ``layer_<i>`` (parameters under ``layer_<i>/cell``).
     dropout_rate: dropout on the inputs of layers ``1..L-1`` (between layers), active
       when ``deterministic=False`` (needs a ``'dropout'`` PRNG stream).
-    unroll, checkpoint, fused, input_projection: passed to every ``Recurrent`` (``fused``:
-      the hand-written-VJP scan of :mod:`lvf_jax.recurrences` where one covers the cell;
-      ``input_projection``: where that scan forms ``x_t W``, see ``Recurrent``).
+    unroll, checkpoint, fused, input_projection, segment_length: passed to every
+      ``Recurrent`` (``fused``: the hand-written-VJP scan of :mod:`lvf_jax.recurrences`
+      where one covers the cell; ``input_projection``: where that scan forms ``x_t W``;
+      ``segment_length``: segment-wise rematerialisation; see ``Recurrent``).
   """
 
   cells: Sequence[nn.Module]
@@ -49,12 +50,17 @@ class StackedRecurrent(nn.Module):
   checkpoint: bool = False
   fused: bool = False
   input_projection: str = "auto"
+  segment_length: Any = None
 
   @nn.compact
   def __call__(self, x: Array, *, seq_lengths: Optional[Array] = None,
                initial_carries: Optional[Sequence[Any]] = None, deterministic: bool = True,
-               return_carries: bool = False):
-    """Returns the top layer's outputs ``(batch, time, n_L)`` (and the list of carries)."""
+               return_carries: bool = False, top_sequences: bool = True):
+    """Returns the top layer's outputs ``(batch, time, n_L)`` (and the list of carries).
+
+    ``top_sequences=False``: the top layer forms no outputs (``Recurrent(return_sequences=
+    False)``) and ``None`` stands in their place; read its final carry instead
+    (:func:`carry_output`)."""
     if not 0.0 <= self.dropout_rate < 1.0:
       raise ValueError(
           f"StackedRecurrent: argument 'dropout_rate' must lie in [0, 1); got {self.dropout_rate}.")
@@ -68,11 +74,22 @@ class StackedRecurrent(nn.Module):
         x = nn.Dropout(self.dropout_rate)(x, deterministic=deterministic)
       layer = Recurrent(cell.clone(parent=None, name=None), return_carry=True,
                         unroll=self.unroll, checkpoint=self.checkpoint, fused=self.fused,
-                        input_projection=self.input_projection, name=f"layer_{i}")
+                        input_projection=self.input_projection,
+                        segment_length=self.segment_length, name=f"layer_{i}")
       carry, x = layer(x, seq_lengths=seq_lengths,
-                       initial_carry=None if initial_carries is None else initial_carries[i])
+                       initial_carry=None if initial_carries is None else initial_carries[i],
+                       return_sequences=top_sequences or i < len(self.cells) - 1)
       carries.append(carry)
     return (x, carries) if return_carries else x
+
+
+def carry_output(carry: Any) -> Array:
+  """A layer's output at its last processed step from its final carry: the carry itself,
+  or its last entry for a tuple carry (``(c, h)`` of the LSTM), the convention of every
+  cell of :mod:`lvf_jax.cells` and of Flax's cells. With padding (``seq_lengths``) the final
+  carry is the carry of the last valid step, so this is :func:`last_valid` of the outputs
+  without forming them."""
+  return carry[-1] if isinstance(carry, (tuple, list)) else carry
 
 
 def last_valid(y: Array, seq_lengths: Optional[Array]) -> Array:
@@ -120,14 +137,18 @@ class _SequenceModel(nn.Module):
   checkpoint: bool = False
   fused: bool = False
   input_projection: str = "auto"
+  segment_length: Any = None
 
-  def _stack(self, x: Array, seq_lengths, initial_carries, deterministic: bool):
+  def _stack(self, x: Array, seq_lengths, initial_carries, deterministic: bool,
+             top_sequences: bool = True):
     """``(outputs, final carries)`` of the embedded stack (called from ``__call__``)."""
     x = _Embedded(self.vocab_size, self.embed_dim, name="embedding")(x)
     return StackedRecurrent(self.cells, self.dropout_rate, self.unroll, self.checkpoint,
-                            self.fused, self.input_projection, name="rnn")(
+                            self.fused, self.input_projection, self.segment_length,
+                            name="rnn")(
                                 x, seq_lengths=seq_lengths, initial_carries=initial_carries,
-                                deterministic=deterministic, return_carries=True)
+                                deterministic=deterministic, return_carries=True,
+                                top_sequences=top_sequences)
 
   def _head(self, h: Array, deterministic: bool) -> Array:
     if self.dropout_rate > 0:
@@ -143,15 +164,19 @@ class SequenceClassifier(_SequenceModel):
     num_outputs: number of classes (logits) or regression outputs.
     dropout_rate: dropout between layers and before the head.
     vocab_size, embed_dim: optional token embedding of integer inputs.
-    unroll, checkpoint, fused, input_projection: passed to every
+    unroll, checkpoint, fused, input_projection, segment_length: passed to every
       :class:`~lvf_jax.layers.Recurrent`.
+
+  The top layer forms no per-step outputs: the head reads its final carry
+  (:func:`carry_output`, equal to the output at the last valid step), so with
+  ``segment_length`` the memory of a training step does not grow as ``T B n``.
   """
 
   @nn.compact
   def __call__(self, x: Array, *, seq_lengths: Optional[Array] = None,
                deterministic: bool = True) -> Array:
-    y, _ = self._stack(x, seq_lengths, None, deterministic)
-    return self._head(last_valid(y, seq_lengths), deterministic)
+    _, carries = self._stack(x, seq_lengths, None, deterministic, top_sequences=False)
+    return self._head(carry_output(carries[-1]), deterministic)
 
 
 class SequencePredictor(_SequenceModel):
@@ -164,7 +189,7 @@ class SequencePredictor(_SequenceModel):
 
   Attributes:
     cells, num_outputs, dropout_rate, vocab_size, embed_dim, unroll, checkpoint, fused,
-      input_projection: as :class:`SequenceClassifier`.
+      input_projection, segment_length: as :class:`SequenceClassifier`.
   """
 
   @nn.compact

@@ -145,7 +145,14 @@ class Recurrent(nn.Module):
     ``nn.RNN``), returns the outputs aligned with the inputs; ``keep_order=False`` returns
     them in processing order, as ``nn.RNN`` does. The call signature follows ``nn.RNN``,
     so ``nn.Bidirectional(Recurrent(a), Recurrent(b))`` works;
-  * ``checkpoint=True`` rematerialises each step in the backward pass (long sequences);
+  * ``checkpoint=True`` rematerialises each step in the backward pass;
+    ``segment_length=k`` (or ``'auto'``: ``ceil(sqrt(T))``) keeps the carry only every
+    ``k`` steps and recomputes each segment in the backward pass
+    (:func:`lvf_jax.recurrences.segment_scan`): the states cost ``(T / k + k) B n``
+    instead of ``T B n`` (long sequences);
+  * ``return_sequences=False`` returns the final carry without forming the outputs (a loss
+    that reads only the last state; with ``segment_length`` the memory no longer grows
+    with ``T B n``);
   * ``unroll`` is passed to the scan.
 
   Parameters live under the name ``'cell'`` exactly as in ``nn.RNN(cell)``, so the same
@@ -158,7 +165,11 @@ class Recurrent(nn.Module):
     reverse: process the sequence backwards.
     keep_order: with ``reverse``, return outputs aligned with the inputs (default True).
     unroll: scan unroll factor.
-    checkpoint: ``jax.checkpoint`` the step.
+    checkpoint: ``jax.checkpoint`` the step (the whole fused scan with ``fused=True``).
+    segment_length: ``None`` / ``0`` (no segments), ``'auto'`` or an int ``k >= 1``:
+      segment-wise rematerialisation (structured cells only; fused or not). Same outputs
+      and gradients (tested).
+    return_sequences: ``False``: return the final carry only (no outputs formed).
     fused: run the cell with its hand-written-VJP scan (:mod:`lvf_jax.recurrences`, named
       by the cell's ``fused_scan``; one large weight-gradient product after the backward
       sweep instead of one small product per step) when one covers it: the ``sigma(h K +
@@ -189,23 +200,28 @@ class Recurrent(nn.Module):
   checkpoint: bool = False
   fused: bool = False
   input_projection: str = "auto"
+  segment_length: Any = None
+  return_sequences: bool = True
 
   @nn.compact
   def __call__(self, inputs: Array, *, initial_carry: Optional[Carry] = None,
                seq_lengths: Optional[Array] = None, return_carry: Optional[bool] = None,
                reverse: Optional[bool] = None, time_major: Optional[bool] = None,
-               keep_order: Optional[bool] = None, init_key: Optional[Any] = None):
+               keep_order: Optional[bool] = None, init_key: Optional[Any] = None,
+               return_sequences: Optional[bool] = None):
     """Applies the cell over the time axis.
 
     Args:
       inputs: ``(*batch, time, features)`` (or time-major).
       initial_carry: optional initial carry (default ``cell.initialize_carry``).
       seq_lengths: optional int array ``(*batch,)`` of valid lengths.
-      return_carry, reverse, time_major, keep_order: override the attributes.
+      return_carry, reverse, time_major, keep_order, return_sequences: override the
+        attributes.
       init_key: PRNG key for ``cell.initialize_carry`` (default ``jax.random.key(0)``).
 
     Returns:
-      ``outputs`` or ``(final_carry, outputs)``.
+      ``outputs`` or ``(final_carry, outputs)``; with ``return_sequences=False``
+      ``final_carry`` (or ``(final_carry, None)`` with ``return_carry``).
     """
     return_carry = self.return_carry if return_carry is None else return_carry
     reverse = self.reverse if reverse is None else reverse
@@ -234,6 +250,8 @@ class Recurrent(nn.Module):
     initial_carry = recurrences.shard_batch_like(initial_carry, x_tm)
 
     in_loop = self._in_loop_scan(x_tm, initial_carry)  # also validates input_projection
+    segment = recurrences.check_segment_length("Recurrent", self.segment_length, num_steps)
+    return_sequences = self.return_sequences if return_sequences is None else return_sequences
     if is_structured(self.cell):
       if in_loop is not None:  # the raw inputs: the fused scan forms x_t W + b itself
         scan, weights = in_loop
@@ -250,23 +268,35 @@ class Recurrent(nn.Module):
         def run(p, c, u_, ws, m):
           kw = {} if ws is None else {"input_weights": ws}
           return scan(p, c, u_, mask=m, reverse=reverse, unroll=self.unroll, **kw)
-        if self.checkpoint:
+        if self.checkpoint and segment is None:
           run = jax.checkpoint(run)
-        try:
-          carry, ys = run(prep, carry, u, weights, mask)
-        except TypeError as e:
-          if "forward-mode" not in str(e):
-            raise
-          raise TypeError(
-              f"Recurrent(fused=True): the fused scan of {type(self.cell).__name__} has a "
-              f"hand-written reverse-mode gradient (jax.custom_vjp): jax.grad, jax.vjp and "
-              f"jax.jacrev work, forward mode (jax.jvp, jax.jacfwd, jax.hessian) does not. "
-              f"Use Recurrent(..., fused=False) (the same function, differentiable in both "
-              f"modes) for forward mode.") from e
       else:
-        carry, ys = scan_steps(self.cell.step, prep, carry, u, mask=mask, reverse=reverse,
-                               unroll=self.unroll, checkpoint=self.checkpoint)
+        def run(p, c, u_, ws, m):
+          del ws  # the plain scan's inputs are always projected before the loop
+          return scan_steps(self.cell.step, p, c, u_, mask=m, reverse=reverse,
+                            unroll=self.unroll, checkpoint=self.checkpoint)
+      try:
+        if segment is None:
+          carry, ys = run(prep, carry, u, weights, mask)
+        else:
+          carry, ys = recurrences.segment_scan(
+              lambda c, xs: run(prep, c, xs[0], weights, xs[1]), carry, (u, mask),
+              segment_length=segment, reverse=reverse, outputs=return_sequences)
+      except TypeError as e:
+        if scan is None or "forward-mode" not in str(e):
+          raise
+        raise TypeError(
+            f"Recurrent(fused=True): the fused scan of {type(self.cell).__name__} has a "
+            f"hand-written reverse-mode gradient (jax.custom_vjp): jax.grad, jax.vjp and "
+            f"jax.jacrev work, forward mode (jax.jvp, jax.jacfwd, jax.hessian) does not. "
+            f"Use Recurrent(..., fused=False) (the same function, differentiable in both "
+            f"modes) for forward mode.") from e
     else:
+      if segment is not None:
+        raise ValueError(
+            f"Recurrent: argument 'segment_length' needs a cell of lvf_jax.cells (one with "
+            f"prepare / project_inputs / step); got {type(self.cell).__name__}. Use "
+            f"checkpoint=True for Flax's own cells.")
       dtype = _fallback_dtype(self.cell, x_tm.dtype)
       x_tm = x_tm.astype(dtype)
       initial_carry = _cast_tree(initial_carry, dtype)
@@ -277,6 +307,8 @@ class Recurrent(nn.Module):
                      in_axes=0, out_axes=0, reverse=reverse, unroll=self.unroll)
       carry, ys = scan(self.cell, initial_carry, (x_tm, mask))
 
+    if not return_sequences:
+      return (carry, None) if return_carry else carry
     if reverse and not keep_order:  # processing order, padding kept at the end
       ys = jax.tree_util.tree_map(
           lambda a: flip_sequences(a, seq_lengths, num_batch_dims=len(batch_shape),

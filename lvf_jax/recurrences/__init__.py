@@ -51,9 +51,9 @@ projected sequence, while ``dW = X^T dZ`` and ``dX = dZ W^T`` stay one large pro
 Memory: the residuals are the carries ``H`` (the outputs) plus, for the Euler scans, the
 activations, in the buffers of the projected inputs (plain autodiff of the same
 modReLU scan kept five ``T B n`` float arrays and one boolean one in the compiled HLO,
-jax 0.10.2). For very long sequences wrap the
-call in :func:`jax.checkpoint` (the forward scan is then re-run inside the backward pass
-and nothing is kept between the passes), or split the sequence into chunks.
+jax 0.10.2). For very long sequences run the scan through :func:`segment_scan`: the
+carry is kept every ``k`` steps only and each segment is recomputed in the backward pass
+(``Recurrent(segment_length=...)``).
 
 The gated cells' scans (:func:`lstm_scan`, :func:`gru_scan` with the GORU's modReLU
 candidate, :func:`ncgru_scan`) follow the same design (:mod:`lvf_jax.recurrences.gated`).
@@ -76,7 +76,10 @@ from lvf_jax.recurrences._common import (check_seq_lengths, dot_rows, explicitly
 from lvf_jax.recurrences.euler import euler_scan, gated_euler_scan
 from lvf_jax.recurrences.gated import CANDIDATES, gru_scan, lstm_scan, ncgru_scan
 from lvf_jax.recurrences.rnn import ACTIVATIONS, rnn_scan
+from lvf_jax.recurrences.segments import (auto_segment_length, check_segment_length,
+                                          segment_scan)
 
-__all__ = ["ACTIVATIONS", "CANDIDATES", "check_seq_lengths", "dot_rows", "euler_scan",
-           "explicitly_sharded", "gated_euler_scan", "gru_scan", "lstm_scan", "ncgru_scan",
-           "rnn_scan", "shard_batch_like", "typed_sharding"]
+__all__ = ["ACTIVATIONS", "CANDIDATES", "auto_segment_length", "check_segment_length",
+           "check_seq_lengths", "dot_rows", "euler_scan", "explicitly_sharded",
+           "gated_euler_scan", "gru_scan", "lstm_scan", "ncgru_scan", "rnn_scan",
+           "segment_scan", "shard_batch_like", "typed_sharding"]

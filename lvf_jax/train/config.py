@@ -5,7 +5,8 @@ A config has five sections::
   config.task   name + options of the task (e.g. ``name='copy'``, ``options={'T': 200}``)
   config.model  name (a key of ``lvf_jax.cells.CELLS``), hidden, num_layers, dropout, and
                 ``cell``: keyword arguments of the cell (tau, rho, integrator, ...), and
-                the layer options unroll, checkpoint, fused, input_projection
+                the layer options unroll, checkpoint, fused, input_projection,
+                segment_length
   config.optim  the fields of ``lvf_jax.optim.make_optimizer`` (+ ``dtriv_every``)
   config.distributed  coordinator_address, num_processes, process_id: several processes
                 (:func:`lvf_jax.train.parallel.initialize`; empty: one process)
@@ -43,7 +44,8 @@ def base_config() -> ml_collections.ConfigDict:
   c.task = ml_collections.ConfigDict({"name": "copy", "options": {}})
   c.model = ml_collections.ConfigDict({
       "name": "exprnn", "hidden": 128, "num_layers": 1, "dropout": 0.0, "cell": {},
-      "unroll": 1, "checkpoint": False, "fused": True, "input_projection": "auto"})
+      "unroll": 1, "checkpoint": False, "fused": True, "input_projection": "auto",
+      "segment_length": ""})
   c.optim = optim_config()
   c.distributed = ml_collections.ConfigDict({
       "coordinator_address": "",

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from lvf_jax import cells as cells_lib
 from lvf_jax import models
+from lvf_jax import recurrences
 
 Array = jax.Array
 
@@ -148,11 +149,28 @@ def build_cells(config) -> list:
   return [cells_lib.make_cell(m.name, int(n), **kwargs) for n in sizes]
 
 
+def segment_length_option(value: Any) -> Any:
+  """``config.model.segment_length`` for ``Recurrent``: ``''`` / ``'0'`` / ``0`` -> None (no
+  segments), ``'auto'``, or an int from ``'k'`` / ``k`` (the command line gives a string)."""
+  if value is None or (isinstance(value, str) and value.strip() in ("", "0")):
+    return None
+  if isinstance(value, str):
+    value = value.strip()
+    if value == "auto":
+      return value
+    if not value.isdigit():
+      raise ValueError(f"config: 'model.segment_length' must be '' (no segments), 'auto' or "
+                       f"a number of steps >= 1; got {value!r}.")
+    value = int(value)
+  return recurrences.check_segment_length("config: model", value, max(int(value), 1))
+
+
 def _layer_options(m) -> dict:
   """The stack's options of ``config.model`` shared by both heads."""
   return dict(dropout_rate=float(m.get("dropout", 0.0)), unroll=int(m.get("unroll", 1)),
               checkpoint=bool(m.get("checkpoint", False)), fused=bool(m.get("fused", True)),
-              input_projection=str(m.get("input_projection", "auto")))
+              input_projection=str(m.get("input_projection", "auto")),
+              segment_length=segment_length_option(m.get("segment_length", "")))
 
 
 def per_step_model(config, num_outputs: int, **kwargs):
