@@ -74,12 +74,45 @@ def fit_linear(ts, ms) -> tuple[float, float]:
   return float(a), float(b)
 
 
+def _label(r: dict) -> str:
+  remat = f"segment_length={r['segment']}" if r.get("segment") else (
+      "checkpoint=True" if r["checkpoint"] else "no remat")
+  return f"n={r['n']} B={r['batch']} {r['loss']} loss, {remat}"
+
+
+def plot(rows: list[dict], path: str) -> None:
+  """Time per iteration and peak memory against T (log-log), one line per setting."""
+  from matplotlib.figure import Figure  # pylint: disable=g-import-not-at-top
+  fig = Figure(figsize=(10, 4), layout="constrained")
+  ax_t, ax_m = fig.subplots(1, 2)
+  groups: dict = {}
+  for r in rows:
+    if "ms" in r:
+      groups.setdefault(_label(r), []).append(r)
+  for label, rs in groups.items():
+    rs = sorted(rs, key=lambda r: r["T"])
+    ts = [r["T"] for r in rs]
+    ax_t.plot(ts, [r["ms"] / 1e3 for r in rs], "o-", label=label)
+    key = "peak_device_mib" if "peak_device_mib" in rs[0] else "peak_rss_mib"
+    ax_m.plot(ts, [r[key] for r in rs], "o-", label=label)
+  for ax, title in ((ax_t, "seconds per training iteration"),
+                    (ax_m, "peak memory (MiB; RSS on CPU)")):
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length T")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+  ax_t.legend(fontsize=7)
+  fig.savefig(path, dpi=120)
+
+
 def main(argv=None) -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--cell", default="exprnn")
   parser.add_argument("--n", type=int, nargs="+", default=[128])
   parser.add_argument("--batch", type=int, nargs="+", default=[16])
-  parser.add_argument("--T", type=int, nargs="+", default=[100, 1000, 10000])
+  parser.add_argument("--T", type=int, nargs="*", default=[100, 1000, 10000],
+                      help="sequence lengths (none with --plot: only plot --json)")
   parser.add_argument("--checkpoint", action="store_true", help="also with checkpoint=True")
   parser.add_argument("--segment", nargs="+", default=[],
                       help="also with segment_length (e.g. auto 1000)")
@@ -88,10 +121,17 @@ def main(argv=None) -> None:
   parser.add_argument("--loss", choices=("last", "all"), default="last")
   parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--out", help="markdown table")
+  parser.add_argument("--json", help="append the measured settings (JSON lines) to this file")
+  parser.add_argument("--plot", help="PNG of time and memory against T of the settings in "
+                                     "--json (after this run's, if any)")
   parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: one setting, JSON out
   args = parser.parse_args(argv)
   if args.one:
     print(json.dumps(measure(**json.loads(args.one))))
+    return
+  if args.plot and not args.T:  # plot what --json already holds
+    with open(args.json) as f:
+      plot([json.loads(line) for line in f if line.strip()], args.plot)
     return
   rows = []
   for n in args.n:
@@ -132,6 +172,14 @@ def main(argv=None) -> None:
   if args.out:
     with open(args.out, "w") as f:
       f.write(text + "\n")
+  if args.json:
+    with open(args.json, "a") as f:
+      f.writelines(json.dumps(r) + "\n" for r in rows)
+  if args.plot:
+    if args.json:
+      with open(args.json) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    plot(rows, args.plot)
 
 
 if __name__ == "__main__":

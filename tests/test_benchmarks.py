@@ -1,10 +1,13 @@
 """Smoke tests of the benchmark scripts on tiny shapes (they must keep running; no timing
 is asserted)."""
 
+import json
 import os
 import sys
 import time
 
+import matplotlib.image
+import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
@@ -200,3 +203,18 @@ def test_scaling_benchmark_measures_each_setting_and_fits_a_line(tmp_path):
   assert "n=4 batch=2 remat=False: ms = " in text
   a, b = scaling.fit_linear([10, 20, 30], [3.0, 5.0, 7.0])
   assert (round(a, 6), round(b, 6)) == (1.0, 0.2)
+
+
+def test_scaling_benchmark_segments_json_and_plot(tmp_path):
+  import scaling  # pylint: disable=g-import-not-at-top
+  log, png = tmp_path / "s.jsonl", tmp_path / "s.png"
+  scaling.main(["--cell", "rnn", "--n", "4", "--batch", "2", "--T", "6", "30", "--repeats",
+                "1", "--segment", "auto", "4", "--no-plain", "--json", str(log), "--plot",
+                str(png)])
+  rows = [json.loads(l) for l in log.read_text().splitlines()]
+  assert [(r["segment"], r["T"]) for r in rows] == [("auto", 6), ("auto", 30), (4, 6), (4, 30)]
+  assert all(r["ms"] > 0 for r in rows)
+  image = matplotlib.image.imread(png)
+  assert image.shape[0] > 100 and float(np.std(image[..., :3])) > 0.01
+  scaling.main(["--T", "--json", str(log), "--plot", str(tmp_path / "again.png")])
+  assert (tmp_path / "again.png").stat().st_size > 1000
