@@ -1,5 +1,7 @@
 """Fault injection (``experiments/fault_injection.py``) at a size for the default suite: kill
-the CLI 10 times, damage every kind of checkpoint file and raw data file, poison the loss."""
+the CLI 4 times (10 in the slow suite), damage every kind of raw data file, poison the loss;
+damage every kind of checkpoint file (slow suite; the default suite damages the newest
+checkpoint in ``tests/test_train.py``)."""
 
 import pytest
 
@@ -16,13 +18,15 @@ def reference(tmp_path_factory):
   return workdir
 
 
-def test_ten_kills_at_random_moments_resume_to_the_uninterrupted_run(tmp_path, reference):
-  r = faults.kill_trials(str(tmp_path), kills=10, seed=1, reference=reference)
-  assert r["trials"] == 10 and r["survived"] == 10 and r["lost"] == 0, r
+@pytest.mark.parametrize("kills", [4, pytest.param(10, marks=pytest.mark.slow)])
+def test_kills_at_random_moments_resume_to_the_uninterrupted_run(tmp_path, reference, kills):
+  r = faults.kill_trials(str(tmp_path), kills=kills, seed=1, reference=reference)
+  assert r["trials"] == kills and r["survived"] == kills and r["lost"] == 0, r
   assert r["identical_to_uninterrupted"], r
   assert any(step > 0 for step in r["killed_after_step"]), r  # killed while training
 
 
+@pytest.mark.slow
 def test_every_kind_of_damaged_checkpoint_file_falls_back_or_restores_intact(tmp_path,
                                                                               reference):
   r = faults.checkpoint_trials(str(tmp_path), reference, one_per_kind=True)
