@@ -74,7 +74,7 @@ def test_a_host_fed_dataset_with_truncated_bptt_carries_its_sharded_state(tmp_pa
 
 
 def test_bad_meshes_and_batches_fail_before_compiling(tmp_path):
-  with pytest.raises(ValueError, match=r"'train.mesh' must be '' \(one device\), 'data=-1'"):
+  with pytest.raises(ValueError, match=r"'train.mesh' must be '' \(one device\), 'auto', "):
     parallel.make_mesh("model=2")
   with pytest.raises(ValueError, match=r"1 <= k <= 4; got 'data=9'"):
     parallel.make_mesh("data=9")
@@ -84,6 +84,28 @@ def test_bad_meshes_and_batches_fail_before_compiling(tmp_path):
   with pytest.raises(ValueError, match=r"'train.batch_size' \(6\) must divide by the 4 "):
     train.train_and_evaluate(c, str(tmp_path))
   assert not os.path.exists(tmp_path / "checkpoints")
+
+
+def test_auto_mesh_uses_every_accelerator_and_one_cpu(monkeypatch, capsys):
+  assert jax.device_count() == 4
+  assert parallel.make_mesh("auto", 8) is None  # host devices of one CPU process
+  monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+  mesh = parallel.make_mesh("auto", 8)
+  assert mesh is not None and mesh.shape[parallel.AXIS] == 4
+  assert parallel.make_mesh("auto", 6) is None
+  assert "batch of 6 does not divide by the 4 devices" in capsys.readouterr().out
+  assert train.base_config().train.mesh == "auto"
+
+
+def test_a_run_resumes_on_another_mesh_without_allowing_changes(tmp_path):
+  c = copy_config("")
+  c.train.allow_resume_changes = False
+  c.train.steps = 2
+  train.train_and_evaluate(c, str(tmp_path))
+  c.train.mesh = "data=-1"
+  c.train.steps = 2
+  summary = train.train_and_evaluate(c, str(tmp_path))  # nothing left to train: no mismatch
+  assert summary["steps"] == 2
 
 
 def test_cli_logs_its_devices_and_matches_one_device(tmp_path):

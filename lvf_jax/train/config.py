@@ -65,7 +65,7 @@ def base_config() -> ml_collections.ConfigDict:
       "tensorboard": True,
       "plot": True,
       "diagnostics": True,
-      "mesh": "",
+      "mesh": "auto",
       "time_limit": 0.0,
       "allow_resume_changes": False,
   })

@@ -269,7 +269,7 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
   """
   parallel.initialize(config)  # several processes: before anything else touches JAX
   pipeline = validate_config(config)
-  mesh = parallel.make_mesh(config.train.get("mesh", ""))
+  mesh = parallel.make_mesh(config.train.get("mesh", ""), int(config.train.batch_size))
   parallel.check_batch_sizes(mesh, batch_size=int(config.train.batch_size))
   os.makedirs(workdir, exist_ok=True)
   with contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh):

@@ -64,16 +64,32 @@ def agree(flag: bool) -> bool:
   return bool(multihost_utils.broadcast_one_to_all(np.asarray(flag, np.bool_)))
 
 
-def make_mesh(spec: str) -> Optional[jax.sharding.Mesh]:
+def make_mesh(spec: str, batch_size: Optional[int] = None) -> Optional[jax.sharding.Mesh]:
   """The mesh of ``config.train.mesh`` (None for ``''``, ``'data=1'`` or one device).
 
+  ``'auto'`` (the default): every device of every process (``'data=-1'``) on GPUs and TPUs
+  and across several processes; one device for a single process on CPU, whose host
+  "devices" (``--xla_force_host_platform_device_count``) share the same cores, so that
+  splitting the batch over them adds compilation without speed; also one device when
+  ``batch_size`` does not divide by the number of devices (said once).
+
   Raises:
-    ValueError: for a spec other than ``''`` / ``'data=<k>'`` with ``k = -1`` or ``1 <= k <=``
-      the number of local devices.
+    ValueError: for a spec other than ``''`` / ``'auto'`` / ``'data=<k>'`` with ``k = -1``
+      or ``1 <= k <=`` the number of local devices.
   """
   spec = (spec or "").strip()
   if not spec:
     return None
+  if spec == "auto":
+    if jax.device_count() == 1 or (jax.default_backend() == "cpu"
+                                   and jax.process_count() == 1):
+      return None
+    if batch_size is not None and int(batch_size) % jax.device_count():
+      print(f"lvf_jax: train.mesh='auto' uses one device: the batch of {batch_size} does not "
+            f"divide by the {jax.device_count()} devices (set train.batch_size to a multiple, "
+            f"or train.mesh='' to silence this)")
+      return None
+    spec = f"{AXIS}=-1"
   name, _, value = spec.partition("=")
   available = jax.device_count() if value.strip() == "-1" else jax.local_device_count()
   try:
@@ -82,7 +98,7 @@ def make_mesh(spec: str) -> Optional[jax.sharding.Mesh]:
     k = 0
   if name.strip() != AXIS or not (k == -1 or 1 <= k <= available):
     raise ValueError(
-        f"config: 'train.mesh' must be '' (one device), 'data=-1' (all {available} local "
+        f"config: 'train.mesh' must be '' (one device), 'auto', 'data=-1' (all {available} "
         f"devices) or 'data=<k>' with 1 <= k <= {available}; got {spec!r}.")
   if k == -1:  # every device of every process
     return None if available == 1 else jax.make_mesh((available,), (AXIS,))

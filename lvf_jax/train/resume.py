@@ -32,6 +32,12 @@ SAFE_TO_CHANGE = frozenset({
     "distributed.num_processes", "distributed.process_id"})
 
 
+#: Fields a resume may always change: where the run computes (the devices at hand may differ
+#: between a run and its resume) and for how long this part runs.
+ALWAYS_SAFE = frozenset({"train.mesh", "train.time_limit", "distributed.coordinator_address",
+                         "distributed.num_processes", "distributed.process_id"})
+
+
 class ConfigMismatchError(ValueError):
   """The config of a resumed run differs from the one its workdir was started with."""
 
@@ -70,7 +76,8 @@ def check_resume(config, workdir: str, resuming: bool) -> None:
     model = (saved.get("model") or {}).get("name", "")
     diffs = config_differences(saved, json.loads(new_json), config_defaults(model))
     allowed = bool(config.train.get("allow_resume_changes", False))
-    unsafe = {k: v for k, v in diffs.items() if not (allowed and k in SAFE_TO_CHANGE)}
+    unsafe = {k: v for k, v in diffs.items()
+              if k not in ALWAYS_SAFE and not (allowed and k in SAFE_TO_CHANGE)}
     if unsafe:
       listed = "; ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in unsafe.items())
       hint = ("" if allowed or set(unsafe) - SAFE_TO_CHANGE else
