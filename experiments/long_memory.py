@@ -1,0 +1,211 @@
+"""Memory tasks beyond the papers' lengths: copy at T = 1000 / 2000, adding at T = 1000 /
+5000 / 10,000, for the lvfRNN, expRNN and an LSTM.
+
+::
+
+    python -m experiments.long_memory --list
+    python -m experiments.long_memory --runs copy-t1000-exprnn,adding-t5000-lvf
+    python -m experiments.long_memory --all --time-limit 9000    # resumable
+    python -m experiments.long_memory --report-only
+
+Each run is a preset of ``configs/`` (``copy.py`` / ``adding.py``) with the sequence length,
+batch and step budget of the table below, and ``model.segment_length='auto'`` (segment-wise
+rematerialisation: memory is not what limits these lengths). It trains in
+``runs/long_memory/<run>`` and resumes there; ``--time-limit`` stops a run at its next log
+step after that many seconds (the page then says how far it got). The page
+``docs/LONG_MEMORY.md`` lists, per run, the validation metric against its target
+(cross entropy < 1e-3 for copy, mean squared error < 1e-3 for adding), the first evaluated
+step at which the target was reached, the test metric at the best validation step, the
+wall time, machine, commit and command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import sys
+from typing import Optional
+
+from experiments.reproduce.harness import load_config, machine, started_at_commit
+from lvf_jax.train.config import set_field
+from lvf_jax.train.reporting import MetricWriter
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = 1e-3  # copy: cross entropy; adding: mean squared error (LEM's threshold)
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+  """One long-sequence run: a preset at a length, batch and budget."""
+  task: str  # 'copy' or 'adding'
+  T: int
+  model: str  # a preset of configs/<task>.py
+  batch: int
+  steps: int
+  eval_every: int
+
+  @property
+  def id(self) -> str:
+    return f"{self.task}-t{self.T}-{self.model}"
+
+  @property
+  def config(self) -> str:
+    return f"{self.task}.py:{self.model}"
+
+
+def _runs() -> list[Run]:
+  out = []
+  for t in (1000, 2000):  # copy: the presets' batches would make T = 2000 slow on 2 cores
+    for model in ("lvf", "exprnn", "lstm"):
+      out.append(Run("copy", t, model, batch=16, steps=20000, eval_every=250))
+  for t, batch in ((1000, 50), (5000, 20), (10000, 10)):
+    for model in ("lvf", "exprnn", "lstm"):
+      out.append(Run("adding", t, model, batch=batch, steps=10000, eval_every=100))
+  return out
+
+
+RUNS = {r.id: r for r in _runs()}
+
+
+def run_config(run: Run, *, steps: Optional[int] = None, time_limit: float = 0.0):
+  """The config of ``run``: its preset with the run's length, batch, budget and segments."""
+  c = load_config(run.config)
+  set_field(c, "task.options.T", run.T)
+  c.train.batch_size = run.batch
+  c.train.steps = int(steps or run.steps)
+  c.train.eval_every = min(run.eval_every, c.train.steps)
+  c.train.checkpoint_every = c.train.eval_every
+  c.train.log_every = min(50, c.train.steps)
+  c.train.eval_size = min(int(c.train.eval_size), 256)
+  c.train.eval_batch_size = min(int(c.train.eval_batch_size), 64)
+  c.model.segment_length = "auto"
+  c.train.progress_bar = False
+  c.train.tensorboard = False
+  c.train.time_limit = float(time_limit)
+  c.train.allow_resume_changes = True
+  return c
+
+
+def command(run: Run) -> str:
+  return f"python -m experiments.long_memory --runs {run.id}"
+
+
+def train_run(run: Run, workdir: str, *, steps: Optional[int] = None,
+              time_limit: float = 0.0) -> dict:
+  """Trains ``run`` in ``workdir/<id>`` (resuming) and writes its ``result.json``."""
+  from lvf_jax import train  # pylint: disable=g-import-not-at-top
+  run_dir = os.path.join(workdir, run.id)
+  os.makedirs(run_dir, exist_ok=True)
+  summary = train.train_and_evaluate(run_config(run, steps=steps, time_limit=time_limit),
+                                     run_dir)
+  result = {
+      "run": run.id, "config": run.config, "T": run.T, "batch": run.batch,
+      "steps": summary["steps"], "budget": int(steps or run.steps),
+      "parameters": summary["parameters"],
+      "seconds": summary["seconds_total"],  # every part of the run that finished
+      "machine": machine(), "commit": started_at_commit(),
+      "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+      "command": command(run),
+  }
+  result.update(reached(run_dir))
+  with open(os.path.join(run_dir, "result.json"), "w") as f:
+    json.dump(result, f, indent=2)
+  return result
+
+
+def reached(run_dir: str) -> dict:
+  """The best validation metric, the first evaluated step below :data:`TARGET` (None if
+  never) and the test metric at the best validation step, from the run's metrics."""
+  records = MetricWriter.read(os.path.join(run_dir, "metrics.jsonl"))
+  val = [r for r in records if r["split"] == "validation"]
+  if not val:
+    return {"best_validation": None, "reached_at": None, "test_at_best": None}
+  best = min(val, key=lambda r: r["loss"])
+  first = next((r["step"] for r in val if r["loss"] < TARGET), None)
+  test = [r for r in records if r["split"] == "test" and r["step"] == best["step"]]
+  return {"best_validation": best["loss"], "best_step": best["step"], "reached_at": first,
+          "test_at_best": test[0]["loss"] if test else None}
+
+
+def read_result(run_dir: str) -> Optional[dict]:
+  path = os.path.join(run_dir, "result.json")
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f)
+
+
+def _fmt(x) -> str:
+  return "" if x is None else f"{x:.3g}"
+
+
+def report(workdir: str, path: str) -> str:
+  """Writes the page of every run (run or not) and returns its path."""
+  lines = [
+      "# Memory tasks beyond the papers' lengths", "",
+      "Generated by `python -m experiments.long_memory --report-only` from the runs' "
+      "`result.json`. Target: validation cross entropy (copy) or mean squared error "
+      f"(adding) below {TARGET:g}; 'reached at' is the first evaluated step below it. Every "
+      "run uses `model.segment_length='auto'`; batch reduced from the presets where "
+      "stated.", "",
+      "| task | T | model | batch | steps | best validation | reached at | test at best "
+      "validation | wall time | machine | commit | command |",
+      "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+  for run in RUNS.values():
+    r = read_result(os.path.join(workdir, run.id))
+    if r is None:
+      lines.append(f"| {run.task} | {run.T} | {run.model} | {run.batch} | {run.steps} | "
+                   f"not run yet | | | | | | `{command(run)}` |")
+      continue
+    steps = (f"{r['steps']}" if r["steps"] >= r["budget"] else
+             f"{r['steps']} of {r['budget']}")
+    hit = "not reached" if r["reached_at"] is None else str(r["reached_at"])
+    lines.append(
+        f"| {run.task} | {run.T} | {run.model} | {run.batch} | {steps} | "
+        f"{_fmt(r['best_validation'])} | {hit} | {_fmt(r['test_at_best'])} | "
+        f"{r['seconds'] / 60:.1f} min | {r['machine']} | {r['commit']} | `{r['command']}` |")
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "w") as f:
+    f.write("\n".join(lines) + "\n")
+  return path
+
+
+def main(argv=None) -> int:
+  p = argparse.ArgumentParser(prog="python -m experiments.long_memory", description=__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+  p.add_argument("--runs", default="", help="comma-separated run ids (--list shows them)")
+  p.add_argument("--all", action="store_true", help="every run, in the listed order")
+  p.add_argument("--list", action="store_true")
+  p.add_argument("--steps", type=int, default=0, help="steps per run (default: its budget)")
+  p.add_argument("--time-limit", type=float, default=0.0,
+                 help="seconds per run, after which it stops at its next log step")
+  p.add_argument("--workdir", default=os.path.join(ROOT, "runs", "long_memory"))
+  p.add_argument("--out", default=os.path.join(ROOT, "docs", "LONG_MEMORY.md"))
+  p.add_argument("--report-only", action="store_true")
+  args = p.parse_args(argv)
+  if args.list:
+    for run in RUNS.values():
+      print(f"{run.id:24s} {run.config:18s} T={run.T} batch={run.batch} steps={run.steps}")
+    return 0
+  names = list(RUNS) if args.all else [s for s in args.runs.split(",") if s]
+  unknown = [n for n in names if n not in RUNS]
+  if unknown:
+    raise SystemExit(f"unknown run(s) {unknown}; --list shows them.")
+  if not args.report_only:
+    for name in names:
+      done = read_result(os.path.join(args.workdir, name))
+      if done is not None and done["steps"] >= (args.steps or RUNS[name].steps):
+        print(f"long_memory: {name}: done ({done['steps']} steps), skipped")
+        continue
+      result = train_run(RUNS[name], args.workdir, steps=args.steps or None,
+                         time_limit=args.time_limit)
+      print(f"long_memory: {name}: {json.dumps(result)}")
+  print(f"long_memory: wrote {report(args.workdir, args.out)}")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

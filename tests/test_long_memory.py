@@ -1,0 +1,37 @@
+"""experiments/long_memory.py: every run's config builds; a tiny run trains, resumes and
+lands on the page with the step at which it reached its target."""
+
+import json
+
+import pytest
+
+from experiments import long_memory
+from lvf_jax import train
+
+
+@pytest.mark.parametrize("run_id", ["copy-t2000-lvf", "adding-t10000-lstm"])
+def test_run_configs_validate(run_id):
+  run = long_memory.RUNS[run_id]
+  c = long_memory.run_config(run)
+  assert c.task.options.T == run.T and c.train.batch_size == run.batch
+  assert c.model.segment_length == "auto"
+  train.validate_config(c)
+
+
+def test_a_tiny_run_lands_on_the_page(tmp_path, monkeypatch):
+  run = long_memory.Run("adding", 12, "lvf", batch=4, steps=4, eval_every=2)
+  monkeypatch.setitem(long_memory.RUNS, run.id, run)
+  monkeypatch.setattr(long_memory, "TARGET", 1e9)  # reached at the first evaluation
+  work, page = tmp_path / "runs", tmp_path / "page.md"
+  assert long_memory.main(["--runs", run.id, "--steps", "2", "--workdir", str(work),
+                           "--out", str(page)]) == 0
+  first = json.loads((work / run.id / "result.json").read_text())
+  assert first["steps"] == 2 and first["reached_at"] == 2
+  assert "| adding | 12 | lvf | 4 | 2 |" in page.read_text()  # --steps 2: its whole budget
+  assert long_memory.main(["--runs", run.id, "--workdir", str(work), "--out",
+                           str(page)]) == 0  # resumes to the run's own 4 steps
+  result = json.loads((work / run.id / "result.json").read_text())
+  assert result["steps"] == 4 and result["best_validation"] is not None
+  text = page.read_text()
+  assert "| adding | 12 | lvf | 4 | 4 |" in text and "`python -m experiments.long_memory" in text
+  assert "| copy | 2000 | exprnn |" in text and "not run yet" in text
