@@ -2,8 +2,10 @@
 sharded over it, parameters and optimiser state replicated; several processes (hosts) through
 :func:`jax.distributed.initialize`.
 
-``config.train.mesh`` names the mesh: ``''`` (one device), ``'data=-1'`` (every device of
-every process) or ``'data=<k>'`` (the first ``k`` of one process). The mesh's axes are
+``config.train.mesh`` names the mesh: ``'auto'`` (the default: every device on GPUs and
+TPUs and across processes, one device for one CPU process; :func:`make_mesh`), ``''`` (one
+device), ``'data=-1'`` (every device of every process) or ``'data=<k>'`` (the first ``k``
+of one process). The mesh's axes are
 ``Explicit`` (sharding in types, :func:`jax.make_mesh`'s default), so every array's type says
 how it is sharded; the cells, layers and optimiser transforms of lvf_jax support that.
 
