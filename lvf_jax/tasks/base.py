@@ -184,6 +184,17 @@ class SyntheticTask:
     self._check_outputs(outputs, batch)
     return _loss_jit(self, outputs, batch)
 
+  def loss_on_steps(self, outputs: Array, batch: Batch) -> Array:
+    """The training loss of ``outputs (batch, t, output_size)`` for ``t`` consecutive steps
+    of the task's sequences, ``batch`` holding those steps' inputs, targets and mask
+    (truncated BPTT): the every-step losses average over the given steps; ``'mse_last'``
+    reads the last given step (meaningful for the chunk that ends the sequences). Only the
+    batch size and output width are checked."""
+    b = int(np.shape(batch.inputs)[0])
+    check_outputs(type(self).__name__, outputs,
+                  (b, int(np.shape(outputs)[1]), self.output_size))
+    return _loss_jit(self, outputs, batch)
+
   def metrics(self, outputs: Array, batch: Batch) -> dict[str, Array]:
     """Dict of metrics of ``outputs`` (scalars, always with ``'loss'``; the parenthesis task
     adds a ``(3,)`` per-type accuracy)."""

@@ -10,6 +10,7 @@ import optax
 
 from lvf_jax import optim
 from lvf_jax import tasks as tasks_lib
+from lvf_jax.train import pipeline as pipeline_lib
 from lvf_jax.train.pipeline import Pipeline, SyntheticPipeline
 
 Array = jax.Array
@@ -28,15 +29,24 @@ def build_pipeline(config) -> Pipeline:
   from lvf_jax.train import pipelines  # on use: the synthetic tasks never load TFDS
   options = dict(config.task.get("options", {}) or {})
   name = config.task.name
+  tbptt = config.train.get("tbptt", 0)
   if name in pipelines.PIPELINES:
+    if tbptt:
+      raise ValueError(
+          f"config: 'train.tbptt' applies to the synthetic tasks; {name!r} has its own "
+          f"truncation where it has one (task.options.bptt of the PTB datasets).")
     return pipelines.PIPELINES[name](config, **options)
   if name not in tasks_lib.task_names():
     raise ValueError(
         f"config: 'task.name' must be one of {sorted(pipeline_names())}; got {name!r}.")
   task = tasks_lib.get_task(name, **options)
   t = config.train
-  return SyntheticPipeline(task, int(t.batch_size), int(t.get("eval_size", 512)),
-                           int(t.get("eval_batch_size", 256)))
+  sizes = (int(t.batch_size), int(t.get("eval_size", 512)), int(t.get("eval_batch_size", 256)))
+  if pipeline_lib.check_tbptt(tbptt, task.seq_len):
+    return pipeline_lib.TruncatedSyntheticPipeline(
+        task, *sizes, tbptt=int(tbptt),
+        carries=pipeline_lib.initial_carries(config, int(t.batch_size)))
+  return SyntheticPipeline(task, *sizes)
 
 
 def build_model(config, pipeline):

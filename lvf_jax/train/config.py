@@ -67,6 +67,7 @@ def base_config() -> ml_collections.ConfigDict:
       "diagnostics": True,
       "mesh": "auto",
       "time_limit": 0.0,
+      "tbptt": 0,
       "allow_resume_changes": False,
   })
   return c

@@ -7,7 +7,7 @@ Real-data pipelines (:mod:`lvf_jax.train.pipelines`) implement the same protocol
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -15,10 +15,13 @@ import jax.numpy as jnp
 from lvf_jax import cells as cells_lib
 from lvf_jax import models
 from lvf_jax import recurrences
+from lvf_jax import tasks as tasks_lib
 
 Array = jax.Array
 
-__all__ = ["Pipeline", "SyntheticPipeline", "build_cells", "per_step_model", "last_state_model"]
+__all__ = ["ChunkBatch", "Pipeline", "SyntheticPipeline", "TruncatedSyntheticPipeline",
+           "build_cells", "check_tbptt", "initial_carries", "last_state_model",
+           "per_step_model"]
 
 
 class Pipeline:
@@ -126,6 +129,109 @@ class SyntheticPipeline(Pipeline):
 
   def metrics(self, outputs: Array, batch) -> dict[str, Array]:
     return self.task.metrics(outputs, batch)
+
+
+class ChunkBatch(NamedTuple):
+  """One truncated-BPTT chunk of a synthetic batch: the task's fields sliced to the chunk's
+  steps (fields without a time axis whole) and whether the chunk starts its sequences."""
+  inputs: Array
+  targets: Array
+  mask: Array
+  reset: Array  # bool scalar: the first chunk (the carry restarts from zero)
+
+
+@dataclasses.dataclass(frozen=True)
+class TruncatedSyntheticPipeline(SyntheticPipeline):
+  """A synthetic task trained with truncated backpropagation through time.
+
+  Each sequence of ``seq_len`` steps is cut into ``seq_len / tbptt`` chunks; optimiser step
+  ``s`` trains chunk ``s mod C`` of the batch of sequences ``s // C`` (drawn from
+  ``(seed, s // C)``, so a resumed run sees the batches of an uninterrupted one), starting
+  from the final carry of the previous chunk (zero for the first; no gradient flows across
+  chunks, Williams and Peng 1990). A chunk's loss is the task's loss on its steps (the mean
+  over its steps for the every-step losses); a chunk whose steps have no weight in the
+  task's loss (the adding task's before the last) contributes zero. Evaluation runs the whole
+  sequences.
+
+  Attributes:
+    tbptt: steps per chunk (divides ``seq_len``).
+    carries: zero carries of the stack for ``batch_size`` rows (:func:`initial_carries`).
+  """
+
+  tbptt: int = 0
+  carries: Any = dataclasses.field(default=None, compare=False, hash=False)
+
+  @property
+  def chunks(self) -> int:
+    return self.seq_len // self.tbptt
+
+  def describe(self) -> str:
+    return f"{super().describe()}, truncated BPTT {self.tbptt}"
+
+  def train_batch(self, data_key: Array, step: Array):
+    """Chunk ``step mod C`` of the batch of sequences ``step // C``."""
+    step = jnp.asarray(step)
+    full = super().train_batch(data_key, step // self.chunks)
+    index = step % self.chunks
+
+    def cut(x):
+      if x.ndim >= 2 and x.shape[1] == self.seq_len:
+        return jax.lax.dynamic_slice_in_dim(x, index * self.tbptt, self.tbptt, axis=1)
+      return x
+
+    return ChunkBatch(cut(full.inputs), cut(full.targets), cut(full.mask), index == 0)
+
+  def initial_carry(self, eval: bool = False):  # noqa: A002 - mirrors the loop's wording
+    return None if eval else self.carries
+
+  def carry_for_batch(self, carry, batch):
+    if carry is None or not isinstance(batch, ChunkBatch):
+      return carry
+    return jax.tree_util.tree_map(lambda c: jnp.where(batch.reset, jnp.zeros_like(c), c),
+                                  carry)
+
+  def forward(self, model, variables, batch, carry, *, deterministic, rngs, mutable):
+    if not isinstance(batch, ChunkBatch):  # evaluation: whole sequences
+      return super().forward(model, variables, batch, carry, deterministic=deterministic,
+                             rngs=rngs, mutable=mutable)
+    out = model.apply(variables, batch.inputs, deterministic=deterministic, rngs=rngs,
+                      mutable=mutable, initial_carries=carry, return_carries=True)
+    if mutable is False:
+      return out, {}
+    (outputs, carries), mutated = out
+    return (outputs, carries), mutated
+
+  def loss(self, outputs: Array, batch) -> Array:
+    if not isinstance(batch, ChunkBatch):
+      return super().loss(outputs, batch)
+    value = self.task.loss_on_steps(outputs, tasks_lib.Batch(batch.inputs, batch.targets,
+                                                             batch.mask))
+    return jnp.where(jnp.sum(batch.mask) > 0, value, jnp.zeros_like(value))
+
+  def metrics(self, outputs: Array, batch) -> dict[str, Array]:
+    if not isinstance(batch, ChunkBatch):  # the tasks' metrics read whole sequences
+      return super().metrics(outputs, batch)
+    return {}
+
+
+def initial_carries(config, batch_size: int) -> list:
+  """Zero carries of every layer of ``config.model`` for ``batch_size`` rows (a list)."""
+  return [cell.initialize_carry(jax.random.key(0), (batch_size, 1))
+          for cell in build_cells(config)]
+
+
+def check_tbptt(tbptt: Any, seq_len: int) -> int:
+  """``config.train.tbptt`` as an int (0: off); raises ``ValueError`` unless it divides
+  ``seq_len``."""
+  if isinstance(tbptt, bool) or not isinstance(tbptt, int) or tbptt < 0:
+    raise ValueError(f"config: 'train.tbptt' must be 0 (off) or a number of steps >= 1; "
+                     f"got {tbptt!r}.")
+  if tbptt and seq_len % tbptt:
+    divisors = [d for d in range(1, seq_len + 1) if seq_len % d == 0]
+    near = sorted(divisors, key=lambda d: abs(d - tbptt))[:4]
+    raise ValueError(f"config: 'train.tbptt' ({tbptt}) must divide the task's sequence "
+                     f"length {seq_len}; the nearest divisors are {sorted(near)}.")
+  return tbptt
 
 
 def build_cells(config) -> list:

@@ -213,12 +213,6 @@ class ClassificationPipeline(_HostPipeline):
 # Language modelling with truncated BPTT: PTB characters / words
 
 
-def initial_carries(config, batch_size: int) -> list:
-  """Zero carries of every layer of ``config.model`` for ``batch_size`` rows (a list)."""
-  return [cell.initialize_carry(jax.random.key(0), (batch_size, 1))
-          for cell in pipeline_lib.build_cells(config)]
-
-
 class LanguageModelPipeline(_HostPipeline):
   """Next-token prediction on PTB with truncated BPTT (hidden state carried across chunks).
 
@@ -299,7 +293,8 @@ class LanguageModelPipeline(_HostPipeline):
                                    embed_dim=self.embed_dim)
 
   def initial_carry(self, eval: bool = False):  # noqa: A002 - the loop's keyword
-    return initial_carries(self.config, self.eval_batch_size if eval else self.batch_size)
+    return pipeline_lib.initial_carries(self.config,
+                                        self.eval_batch_size if eval else self.batch_size)
 
   def carry_for_batch(self, carry, batch):
     reset = batch["reset"]
