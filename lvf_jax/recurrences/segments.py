@@ -11,7 +11,7 @@ boundary (``T / k`` carries); the backward pass re-runs one segment from its fir
 (``k`` states, the inner scan's own residuals) and then that segment's backward pass.
 With ``k = sqrt(T)`` (:func:`auto_segment_length`) the states cost ``2 sqrt(T) B n``
 instead of ``T B n``, for one extra forward pass (Chen et al. 2016, "Training Deep Nets
-with Sublinear Memory Cost", arXiv:1604.06174, Sec. 4.1; Gruslys et al. 2016,
+with Sublinear Memory Cost", arXiv:1604.06174; Gruslys et al. 2016,
 arXiv:1606.03401, for recurrent networks).
 
 With ``outputs=False`` the per-step outputs are not formed at all (a loss that reads only
