@@ -78,7 +78,9 @@ ROW_NOTES = {
         "the full 50 epochs on an NVIDIA H200 (200 s): the training BPC ends at 1.64, with "
         "the validation BPC (1.69) flat over the last 5 epochs: the model underfits at this "
         "budget rather than overfits; the vector field at Adam 4e-5 (ten times the preset's) "
-        "learns more slowly (validation 2.09 against 1.89 after 2,400 steps)"),
+        "learns more slowly (validation 2.09 against 1.89 after 2,400 steps); in a "
+        "256-unit proxy neither tau (1 or 5) nor the integrator brings the lvfRNN to the tanh "
+        "RNN's BPC (docs/NOTES.md)"),
     ("ptb", "rnn"): (
         "stopped by `--time-limit 230` on an NVIDIA H200, beside two other runs on the same "
         "GPU: after 15 of the 50 epochs the tanh RNN's test BPC is already below the paper's "
