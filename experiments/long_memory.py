@@ -69,6 +69,19 @@ def _runs() -> list[Run]:
 
 RUNS = {r.id: r for r in _runs()}
 
+#: What measurement showed about single runs (printed under the table).
+NOTES = {
+    "adding-t1000-lvf": (
+        "the gradient, not the loss, became non-finite: at the checkpointed state of step "
+        "291 every recurrent parameter's gradient is NaN with or without segments (so not "
+        "the rematerialisation), the transition matrix has spectral radius 114.7 and "
+        "||div V|| = 12.2. The preset `adding.py:lvf` (midpoint, tau = 1, no divergence "
+        "constraint, Adam 1e-3 on V) lets the divergence grow, and the midpoint map of a "
+        "field with divergence has eigenvalues above one: 1,000 steps of backpropagation "
+        "overflow float32. The copy preset's hard divergence-free constraint "
+        "(`divergence_free=True`) is the remedy to measure next."),
+}
+
 
 def run_config(run: Run, *, steps: Optional[int] = None, time_limit: float = 0.0):
   """The config of ``run``: its preset with the run's length, batch, budget and segments."""
@@ -99,8 +112,14 @@ def train_run(run: Run, workdir: str, *, steps: Optional[int] = None,
   from lvf_jax import train  # pylint: disable=g-import-not-at-top
   run_dir = os.path.join(workdir, run.id)
   os.makedirs(run_dir, exist_ok=True)
-  summary = train.train_and_evaluate(run_config(run, steps=steps, time_limit=time_limit),
-                                     run_dir)
+  diverged = None
+  try:
+    summary = train.train_and_evaluate(run_config(run, steps=steps, time_limit=time_limit),
+                                       run_dir)
+  except train.NonFiniteLossError as e:  # a result too: where and how it failed
+    print(f"long_memory: {run.id}: {e}")
+    diverged = {"step": e.step, "loss": e.loss, "grad_norm": e.grad_norm}
+    summary = {"steps": e.step, "parameters": None, "seconds_total": None}
   result = {
       "run": run.id, "config": run.config, "T": run.T, "batch": run.batch,
       "steps": summary["steps"], "budget": int(steps or run.steps),
@@ -108,7 +127,7 @@ def train_run(run: Run, workdir: str, *, steps: Optional[int] = None,
       "seconds": summary["seconds_total"],  # every part of the run that finished
       "machine": machine(), "commit": started_at_commit(),
       "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-      "command": command(run),
+      "command": command(run), "diverged": diverged,
   }
   result.update(reached(run_dir))
   with open(os.path.join(run_dir, "result.json"), "w") as f:
@@ -163,10 +182,19 @@ def report(workdir: str, path: str) -> str:
     steps = (f"{r['steps']}" if r["steps"] >= r["budget"] else
              f"{r['steps']} of {r['budget']}")
     hit = "not reached" if r["reached_at"] is None else str(r["reached_at"])
+    if r.get("diverged"):
+      d = r["diverged"]
+      hit += (f"; **diverged** at step {d['step']} (loss {d['loss']:.3g}, gradient norm "
+              f"{d['grad_norm']:.3g})")
+    wall = "" if r["seconds"] is None else f"{r['seconds'] / 60:.1f} min"
     lines.append(
         f"| {run.task} | {run.T} | {run.model} | {run.batch} | {steps} | "
         f"{_fmt(r['best_validation'])} | {hit} | {_fmt(r['test_at_best'])} | "
-        f"{r['seconds'] / 60:.1f} min | {r['machine']} | {r['commit']} | `{r['command']}` |")
+        f"{wall} | {r['machine']} | {r['commit']} | `{r['command']}` |")
+  notes = [f"- `{k}`: {v}" for k, v in NOTES.items()
+           if read_result(os.path.join(workdir, k)) is not None]
+  if notes:
+    lines += ["", "Notes:", ""] + notes
   os.makedirs(os.path.dirname(path), exist_ok=True)
   with open(path, "w") as f:
     f.write("\n".join(lines) + "\n")
@@ -199,6 +227,10 @@ def main(argv=None) -> int:
       done = read_result(os.path.join(args.workdir, name))
       if done is not None and done["steps"] >= (args.steps or RUNS[name].steps):
         print(f"long_memory: {name}: done ({done['steps']} steps), skipped")
+        continue
+      if done is not None and done.get("diverged"):  # deterministic: it would again
+        print(f"long_memory: {name}: diverged at step {done['diverged']['step']}, skipped "
+              f"(remove {os.path.join(args.workdir, name)} to train it again)")
         continue
       result = train_run(RUNS[name], args.workdir, steps=args.steps or None,
                          time_limit=args.time_limit)

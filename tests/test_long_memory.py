@@ -35,3 +35,24 @@ def test_a_tiny_run_lands_on_the_page(tmp_path, monkeypatch):
   text = page.read_text()
   assert "| adding | 12 | lvf | 4 | 4 |" in text and "`python -m experiments.long_memory" in text
   assert "| copy | 2000 | exprnn |" in text and "not run yet" in text
+
+
+def test_a_diverging_run_is_recorded_with_its_step(tmp_path, monkeypatch):
+  run = long_memory.Run("adding", 12, "lvf", batch=4, steps=4, eval_every=2)
+  monkeypatch.setitem(long_memory.RUNS, run.id, run)
+  real = long_memory.run_config
+
+  def exploding(*args, **kwargs):
+    c = real(*args, **kwargs)
+    c.optim.learning_rate = 1e30  # the first update overflows
+    c.optim.lr_vector_field = 1e30
+    c.train.log_every = 1
+    return c
+
+  monkeypatch.setattr(long_memory, "run_config", exploding)
+  work, page = tmp_path / "runs", tmp_path / "page.md"
+  assert long_memory.main(["--runs", run.id, "--workdir", str(work), "--out", str(page)]) == 0
+  result = json.loads((work / run.id / "result.json").read_text())
+  assert result["diverged"]["step"] >= 1
+  assert "**diverged** at step" in page.read_text()
+  assert long_memory.main(["--runs", run.id, "--workdir", str(work), "--out", str(page)]) == 0

@@ -65,7 +65,7 @@ class NonFiniteLossError(RuntimeError):
 
   def __init__(self, step: int, loss: float, checkpoint_step: Any, directory: str,
                grad_norm: float = float("nan")):
-    self.step = step
+    self.step, self.loss, self.grad_norm = step, loss, grad_norm
     kept = (f"the last good checkpoint (step {checkpoint_step}) is kept in {directory}"
             if checkpoint_step is not None else "no checkpoint had been saved yet")
     super().__init__(

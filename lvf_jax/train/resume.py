@@ -22,12 +22,14 @@ CONFIG = "config.json"
 RESUMES = "resumes.jsonl"
 
 #: Fields a resume may change with ``train.allow_resume_changes``: they decide how long and
-#: how often (and whether raw data may be downloaded), not what is trained.
+#: how often (and whether raw data may be downloaded) and how much memory the gradient
+#: takes, not what is trained.
 SAFE_TO_CHANGE = frozenset({
     "train.steps", "train.log_every", "train.eval_every", "train.checkpoint_every",
     "train.keep_checkpoints", "train.progress_bar", "train.tensorboard", "train.plot",
     "train.eval_batch_size", "train.allow_resume_changes", "task.options.download",
     "train.diagnostics", "train.mesh", "train.time_limit",
+    "model.segment_length", "model.checkpoint",  # memory only: the same gradients (tested)
     "distributed.coordinator_address",
     "distributed.num_processes", "distributed.process_id"})
 
