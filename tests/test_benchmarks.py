@@ -182,6 +182,7 @@ def test_expm_script_runs_and_reports_the_squarings_it_uses(capsys):
     expm_bench.main(["--n", "0"])
 
 
+@pytest.mark.slow
 def test_loop_overhead_script_reports_every_variant(capsys):
   import loop_overhead
   assert loop_overhead.main(["--short", "2", "--long", "3", "--repeats", "1"]) == 0

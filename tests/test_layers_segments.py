@@ -28,7 +28,8 @@ def _loss_and_grads(layer, params, x, **kw):
   return jax.value_and_grad(loss, has_aux=True)(params)
 
 
-@pytest.mark.parametrize("name", CELLS)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow)
+                                  if n in ("exprnn", "urnn") else n for n in CELLS])
 @pytest.mark.parametrize("fused", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_segments_equal_the_plain_layer(name, fused):
   cell = cells.make_cell(name, 12)
@@ -46,7 +47,9 @@ def test_segments_equal_the_plain_layer(name, fused):
     _close(ga, gb)
 
 
-@pytest.mark.parametrize("k,reverse", [("auto", True), (1, False), (23, True), (100, False)])
+@pytest.mark.parametrize("k,reverse", [("auto", True), (1, False),
+                                       pytest.param(23, True, marks=pytest.mark.slow),
+                                       pytest.param(100, False, marks=pytest.mark.slow)])
 def test_segment_lengths_from_one_step_to_the_whole_sequence(k, reverse):
   cell = cells.make_cell("lvf", 8)
   x = jax.random.normal(jax.random.key(8), (2, 23, 3))
@@ -159,6 +162,7 @@ def test_segments_need_a_structured_cell():
                                                            jnp.zeros((1, 5, 2)))
 
 
+@pytest.mark.slow  # the sharded classifier test covers the head in the default suite
 def test_classifier_with_segments_equals_the_plain_classifier():
   x = jax.random.normal(jax.random.key(6), (2, 40, 1))
   kw = dict(cells=[cells.make_cell("lvf", 8), cells.make_cell("gru", 8)], num_outputs=3,

@@ -346,6 +346,7 @@ def test_a_time_limited_run_counts_its_steps_and_resumes_to_the_budget(tmp_path,
 
   monkeypatch.setattr(harness, "row_config", small)
   monkeypatch.setenv("LVF_JAX_COMMIT", "abc1234")
+  monkeypatch.setattr(harness, "_STARTED_AT_COMMIT", [])  # asked afresh in this test
   work = tmp_path / "runs"
   part = harness.run_row(table, row, str(work), steps=6, time_limit=1e-9, log=lambda *_: None)
   assert part["steps"] == 2 and part["commit"] == "abc1234"
