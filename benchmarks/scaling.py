@@ -74,6 +74,16 @@ def fit_linear(ts, ms) -> tuple[float, float]:
   return float(a), float(b)
 
 
+def _remat(r: dict) -> str:
+  """The rematerialisation of a measured setting in the table and the fits."""
+  return f"segment {r['segment']}" if r.get("segment") else str(r["checkpoint"])
+
+
+def _read_rows(path: str) -> list[dict]:
+  with open(path) as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
 def _label(r: dict) -> str:
   remat = f"segment_length={r['segment']}" if r.get("segment") else (
       "checkpoint=True" if r["checkpoint"] else "no remat")
@@ -130,8 +140,7 @@ def main(argv=None) -> None:
     print(json.dumps(measure(**json.loads(args.one))))
     return
   if args.plot and not args.T:  # plot what --json already holds
-    with open(args.json) as f:
-      plot([json.loads(line) for line in f if line.strip()], args.plot)
+    plot(_read_rows(args.json), args.plot)
     return
   rows = []
   for n in args.n:
@@ -152,15 +161,13 @@ def main(argv=None) -> None:
           print(json.dumps(rows[-1]), flush=True)
   lines = ["| n | batch | remat | T | ms / iteration | peak RSS MiB |", "|---|---|---|---|---|---|"]
   for r in rows:
-    remat = f"segment {r['segment']}" if r.get("segment") else r["checkpoint"]
-    lines.append(f"| {r['n']} | {r['batch']} | {remat} | {r['T']} | "
+    lines.append(f"| {r['n']} | {r['batch']} | {_remat(r)} | {r['T']} | "
                  + (f"{r['ms']:.1f} | {r['peak_rss_mib']:.0f} |" if "ms" in r else
                     f"failed: {r['error']} | |"))
   fits = {}
   for r in rows:
     if "ms" in r:
-      remat = f"segment {r['segment']}" if r.get("segment") else r["checkpoint"]
-      fits.setdefault((r["n"], r["batch"], remat), []).append((r["T"], r["ms"]))
+      fits.setdefault((r["n"], r["batch"], _remat(r)), []).append((r["T"], r["ms"]))
   lines.append("")
   for key, pts in fits.items():
     if len(pts) >= 2:
@@ -176,10 +183,7 @@ def main(argv=None) -> None:
     with open(args.json, "a") as f:
       f.writelines(json.dumps(r) + "\n" for r in rows)
   if args.plot:
-    if args.json:
-      with open(args.json) as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    plot(rows, args.plot)
+    plot(_read_rows(args.json) if args.json else rows, args.plot)
 
 
 if __name__ == "__main__":

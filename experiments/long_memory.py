@@ -29,7 +29,8 @@ import os
 import sys
 from typing import Optional
 
-from experiments.reproduce.harness import load_config, machine, started_at_commit
+from experiments.reproduce.harness import (load_config, machine, read_result,
+                                           started_at_commit, write_result)
 from lvf_jax.train.config import set_field
 from lvf_jax.train.reporting import MetricWriter
 
@@ -130,8 +131,7 @@ def train_run(run: Run, workdir: str, *, steps: Optional[int] = None,
       "command": command(run), "diverged": diverged,
   }
   result.update(reached(run_dir))
-  with open(os.path.join(run_dir, "result.json"), "w") as f:
-    json.dump(result, f, indent=2)
+  write_result(run_dir, result)
   return result
 
 
@@ -147,14 +147,6 @@ def reached(run_dir: str) -> dict:
   test = [r for r in records if r["split"] == "test" and r["step"] == best["step"]]
   return {"best_validation": best["loss"], "best_step": best["step"], "reached_at": first,
           "test_at_best": test[0]["loss"] if test else None}
-
-
-def read_result(run_dir: str) -> Optional[dict]:
-  path = os.path.join(run_dir, "result.json")
-  if not os.path.exists(path):
-    return None
-  with open(path) as f:
-    return json.load(f)
 
 
 def _fmt(x) -> str:

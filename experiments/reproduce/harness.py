@@ -181,7 +181,8 @@ def metrics_of_run(workdir: str) -> dict[str, float]:
   return out
 
 
-def _write_result(run_dir: str, result: dict) -> None:
+def write_result(run_dir: str, result: dict) -> None:
+  """Writes ``result.json`` of ``run_dir`` atomically (a crash leaves the old one)."""
   tmp = os.path.join(run_dir, RESULT + ".tmp")
   with open(tmp, "w") as f:
     json.dump(result, f, indent=2)
@@ -205,7 +206,7 @@ def compute_row(table: Table, row: Row, workdir: str, log=print) -> dict:
       "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
       "command": command(table, row), "smoke": False,
   }
-  _write_result(run_dir, result)
+  write_result(run_dir, result)
   log(f"reproduce: {table.id}/{row.id}: {values}")
   return result
 
@@ -268,7 +269,7 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
       "command": command(table, row, steps=steps if steps and steps != row.steps else None),
       "smoke": smoke,
   }
-  _write_result(run_dir, result)
+  write_result(run_dir, result)
   return result
 
 

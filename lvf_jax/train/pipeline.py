@@ -20,8 +20,23 @@ from lvf_jax import tasks as tasks_lib
 Array = jax.Array
 
 __all__ = ["ChunkBatch", "Pipeline", "SyntheticPipeline", "TruncatedSyntheticPipeline",
-           "build_cells", "check_tbptt", "initial_carries", "last_state_model",
-           "per_step_model"]
+           "apply_model", "build_cells", "check_tbptt", "initial_carries", "last_state_model",
+           "per_step_model", "reset_carry"]
+
+
+def apply_model(model, variables, inputs, *, deterministic, rngs, mutable, **kwargs):
+  """``(outputs, mutated)`` of ``model.apply`` whatever ``mutable`` is (``{}`` when False)."""
+  out = model.apply(variables, inputs, deterministic=deterministic, rngs=rngs, mutable=mutable,
+                    **kwargs)
+  if mutable is False:
+    return out, {}
+  return out
+
+
+def reset_carry(carry: Any, reset: Array) -> Any:
+  """``carry`` with every leaf zeroed where ``reset`` (a bool scalar) holds: the first chunk
+  of a truncated-BPTT stream starts from zero."""
+  return jax.tree_util.tree_map(lambda c: jnp.where(reset, jnp.zeros_like(c), c), carry)
 
 
 class Pipeline:
@@ -59,11 +74,8 @@ class Pipeline:
   def forward(self, model, variables, batch, carry, *, deterministic, rngs, mutable):
     """``((outputs, new_carry), mutated_collections)`` of ``model`` on ``batch``."""
     del carry
-    out = model.apply(variables, batch.inputs, deterministic=deterministic, rngs=rngs,
-                      mutable=mutable)
-    if mutable is False:
-      return (out, None), {}
-    outputs, mutated = out
+    outputs, mutated = apply_model(model, variables, batch.inputs,
+                                   deterministic=deterministic, rngs=rngs, mutable=mutable)
     return (outputs, None), mutated
 
   def batch_weight(self, batch) -> Array:
@@ -187,19 +199,14 @@ class TruncatedSyntheticPipeline(SyntheticPipeline):
   def carry_for_batch(self, carry, batch):
     if carry is None or not isinstance(batch, ChunkBatch):
       return carry
-    return jax.tree_util.tree_map(lambda c: jnp.where(batch.reset, jnp.zeros_like(c), c),
-                                  carry)
+    return reset_carry(carry, batch.reset)
 
   def forward(self, model, variables, batch, carry, *, deterministic, rngs, mutable):
     if not isinstance(batch, ChunkBatch):  # evaluation: whole sequences
       return super().forward(model, variables, batch, carry, deterministic=deterministic,
                              rngs=rngs, mutable=mutable)
-    out = model.apply(variables, batch.inputs, deterministic=deterministic, rngs=rngs,
-                      mutable=mutable, initial_carries=carry, return_carries=True)
-    if mutable is False:
-      return out, {}
-    (outputs, carries), mutated = out
-    return (outputs, carries), mutated
+    return apply_model(model, variables, batch.inputs, deterministic=deterministic,
+                       rngs=rngs, mutable=mutable, initial_carries=carry, return_carries=True)
 
   def loss(self, outputs: Array, batch) -> Array:
     if not isinstance(batch, ChunkBatch):

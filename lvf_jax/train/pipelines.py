@@ -82,15 +82,6 @@ def _weighted_mean(values: Array, weights: Array) -> Array:
   return jnp.sum(values * w) / jnp.maximum(jnp.sum(w), 1.0)
 
 
-def _apply(model, variables, inputs, *, deterministic, rngs, mutable, **kwargs):
-  """``(outputs, mutated)`` of ``model.apply`` whatever ``mutable`` is."""
-  out = model.apply(variables, inputs, deterministic=deterministic, rngs=rngs, mutable=mutable,
-                    **kwargs)
-  if mutable is False:
-    return out, {}
-  return out
-
-
 class _HostPipeline(pipeline_lib.Pipeline):
   """Shared plumbing: the config's batch sizes and seed, ``(epoch, batch)`` of a step."""
 
@@ -192,8 +183,9 @@ class ClassificationPipeline(_HostPipeline):
 
   def forward(self, model, variables, batch, carry, *, deterministic, rngs, mutable):
     del carry
-    logits, mutated = _apply(model, variables, batch["inputs"], deterministic=deterministic,
-                             rngs=rngs, mutable=mutable)
+    logits, mutated = pipeline_lib.apply_model(model, variables, batch["inputs"],
+                                               deterministic=deterministic, rngs=rngs,
+                                               mutable=mutable)
     return (logits, None), mutated
 
   def loss(self, outputs: Array, batch) -> Array:
@@ -297,8 +289,7 @@ class LanguageModelPipeline(_HostPipeline):
                                         self.eval_batch_size if eval else self.batch_size)
 
   def carry_for_batch(self, carry, batch):
-    reset = batch["reset"]
-    return jax.tree_util.tree_map(lambda c: jnp.where(reset, jnp.zeros_like(c), c), carry)
+    return pipeline_lib.reset_carry(carry, batch["reset"])
 
   @staticmethod
   def _as_batch(chunk: data_lib.TBPTTBatch) -> dict:
@@ -319,7 +310,7 @@ class LanguageModelPipeline(_HostPipeline):
     return (self._as_batch(c) for c in data_lib.tbptt_batches(stream, rows, self.bptt))
 
   def forward(self, model, variables, batch, carry, *, deterministic, rngs, mutable):
-    (logits, carries), mutated = _apply(
+    (logits, carries), mutated = pipeline_lib.apply_model(
         model, variables, batch["inputs"], deterministic=deterministic, rngs=rngs,
         mutable=mutable, initial_carries=carry, return_carries=True)
     return (logits, carries), mutated
@@ -477,8 +468,9 @@ class NextStepPipeline(_HostPipeline):
     if self.standardize_inputs:
       mean = jnp.asarray(self.frame_mean)[None, None, :]
       x = (x - mean) / jnp.asarray(self.frame_std)[None, None, :]
-    out, mutated = _apply(model, variables, x, deterministic=deterministic, rngs=rngs,
-                          mutable=mutable, seq_lengths=batch["lengths"])
+    out, mutated = pipeline_lib.apply_model(model, variables, x, deterministic=deterministic,
+                                            rngs=rngs, mutable=mutable,
+                                            seq_lengths=batch["lengths"])
     if self.center_targets:
       out = out + jnp.asarray(self.frame_mean, out.dtype)[None, None, :]
     return (out, None), mutated

@@ -21,23 +21,20 @@ from lvf_jax.train.config import config_defaults
 CONFIG = "config.json"
 RESUMES = "resumes.jsonl"
 
-#: Fields a resume may change with ``train.allow_resume_changes``: they decide how long and
-#: how often (and whether raw data may be downloaded) and how much memory the gradient
-#: takes, not what is trained.
-SAFE_TO_CHANGE = frozenset({
-    "train.steps", "train.log_every", "train.eval_every", "train.checkpoint_every",
-    "train.keep_checkpoints", "train.progress_bar", "train.tensorboard", "train.plot",
-    "train.eval_batch_size", "train.allow_resume_changes", "task.options.download",
-    "train.diagnostics", "train.mesh", "train.time_limit",
-    "model.segment_length", "model.checkpoint",  # memory only: the same gradients (tested)
-    "distributed.coordinator_address",
-    "distributed.num_processes", "distributed.process_id"})
-
-
 #: Fields a resume may always change: where the run computes (the devices at hand may differ
 #: between a run and its resume) and for how long this part runs.
 ALWAYS_SAFE = frozenset({"train.mesh", "train.time_limit", "distributed.coordinator_address",
                          "distributed.num_processes", "distributed.process_id"})
+
+#: Fields a resume may change with ``train.allow_resume_changes`` (besides
+#: :data:`ALWAYS_SAFE`): they decide how long and how often (and whether raw data may be
+#: downloaded) and how much memory the gradient takes, not what is trained.
+SAFE_TO_CHANGE = ALWAYS_SAFE | frozenset({
+    "train.steps", "train.log_every", "train.eval_every", "train.checkpoint_every",
+    "train.keep_checkpoints", "train.progress_bar", "train.tensorboard", "train.plot",
+    "train.eval_batch_size", "train.allow_resume_changes", "task.options.download",
+    "train.diagnostics",
+    "model.segment_length", "model.checkpoint"})  # memory only: the same gradients (tested)
 
 
 class ConfigMismatchError(ValueError):
