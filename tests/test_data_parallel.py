@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from lvf_jax import train
+from lvf_jax.data import paths
 from lvf_jax.train import parallel
 from lvf_jax.train.config import make_config, set_field
 
@@ -135,16 +136,30 @@ def _free_port():
     return s.getsockname()[1]
 
 
-def test_two_processes_of_two_devices_equal_one_process_of_four(tmp_path):
+COMMON = ["--config.train.steps=4", "--config.train.batch_size=8",
+          "--config.train.eval_every=2", "--config.train.eval_batch_size=8",
+          "--config.train.log_every=1", "--config.train.checkpoint_every=2",
+          "--config.model.hidden=8", "--config.train.progress_bar=False",
+          "--config.train.plot=False", "--config.train.mesh=data=-1"]
+TWO_PROCESS_RUNS = {
+    # a synthetic task: the batch is drawn inside the step from the same key everywhere
+    "copy": ["--config=configs/copy.py:lvf", "--config.train.eval_size=16",
+             "--config.task.options.T=6"],
+    # a dataset: each process reads only the rows of every training batch its devices hold
+    "mnist": ["--config=configs/mnist.py:rnn", "--config.task.options.max_train_examples=40",
+              "--config.task.options.max_eval_examples=16"],
+}
+
+
+@pytest.mark.parametrize("run", [
+    "copy", pytest.param("mnist", marks=pytest.mark.skipif(
+        not (paths.raw_data_dir() / "mnist").is_dir(), reason="no MNIST in the data dir"))])
+def test_two_processes_of_two_devices_equal_one_process_of_four(tmp_path, run):
   """jax.distributed on 127.0.0.1 with CPU collectives: the same command in two processes
   (two host devices each) trains the run one process with four devices trains."""
-  args = ["--config=configs/copy.py:lvf", "--config.train.steps=4",
-          "--config.train.batch_size=8", "--config.train.eval_every=2",
-          "--config.train.eval_size=16", "--config.train.eval_batch_size=8",
-          "--config.train.log_every=1", "--config.train.checkpoint_every=2",
-          "--config.task.options.T=6", "--config.model.hidden=8",
-          "--config.train.progress_bar=False", "--config.train.plot=False",
-          "--config.train.mesh=data=-1"]
+  args = [*TWO_PROCESS_RUNS[run], *COMMON]
+  if run == "mnist":  # prepared by the one-process run, read by the two processes
+    args.append(f"--config.task.options.tfds_dir={tmp_path / 'tfds'}")
 
   def env(devices):
     return dict(os.environ, JAX_PLATFORMS="cpu",
@@ -165,5 +180,7 @@ def test_two_processes_of_two_devices_equal_one_process_of_four(tmp_path):
   for p, (out, err) in zip(procs, outs):
     assert p.returncode == 0, err[-2000:]
   assert "data parallel over 4 devices" in outs[0][0]
+  if run == "mnist":
+    assert "process 1 builds rows 4:8 of every training batch" in outs[1][0]
   same(losses(tmp_path / "one"), losses(tmp_path / "two"))
   assert (tmp_path / "two" / "summary.json").exists()

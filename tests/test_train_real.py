@@ -253,6 +253,24 @@ def test_host_batches_follow_the_epoch_order(tfds_dir):
     np.testing.assert_array_equal(got["labels"], b["labels"])
 
 
+@pytest.mark.parametrize("dataset", [pytest.param(d, marks=_needs(d))
+                                     for d in ("mnist", "ptb_char", "jsb")])
+def test_a_process_share_of_a_batch_is_those_rows_of_the_whole_batch(dataset, tfds_dir):
+  """Multi-process data parallelism builds each process's rows of a training batch alone;
+  stacked in process order they are the batch one process reads."""
+  p = builders.build_pipeline(toy(dataset, "rnn", tfds_dir))
+  for step in range(3):
+    whole = p.host_batch(step)
+    shares = [p.host_batch(step, rows=slice(a, a + 2)) for a in (0, 2)]
+    assert set(shares[0]) == set(whole)
+    for key, value in whole.items():
+      if np.ndim(value) == 0:  # the truncated-BPTT reset flag: the same for every row
+        assert all(bool(s[key]) == bool(value) for s in shares)
+        continue
+      assert shares[0][key].shape[0] == 2
+      np.testing.assert_array_equal(np.concatenate([s[key] for s in shares]), value)
+
+
 # ---------------------------------------------------------------------------------------------
 # Evaluation weighting: padded last batches, tokens, frames
 

@@ -411,7 +411,8 @@ def num_batches(num_examples: int, batch_size: int, drop_remainder: bool = True)
 
 def batches(dataset: Dataset, batch_size: int, seed: int = 0, epoch: int = 0, *,
             shuffle: bool = True, drop_remainder: bool = True,
-            start_batch: int = 0) -> Iterator[Dict[str, np.ndarray]]:
+            start_batch: int = 0,
+            rows: Optional[slice] = None) -> Iterator[Dict[str, np.ndarray]]:
   """Mini-batches of ``dataset`` for one epoch, deterministic given ``(seed, epoch)``.
 
   Args:
@@ -423,6 +424,8 @@ def batches(dataset: Dataset, batch_size: int, seed: int = 0, epoch: int = 0, *,
       batch is padded to ``batch_size`` by repeating its first example, and every batch carries
       ``example_mask`` (B,) float32 (1 for real examples) so shapes stay static.
     start_batch: skip this many batches (resuming mid-epoch), without reading them.
+    rows: read only these rows of every batch (a process's share of a batch split over
+      several hosts); None: every row.
   """
   if batch_size < 1:
     _fail("batches", "batch_size", batch_size, "a positive integer")
@@ -431,14 +434,16 @@ def batches(dataset: Dataset, batch_size: int, seed: int = 0, epoch: int = 0, *,
   for k in range(start_batch, num_batches(n, batch_size, drop_remainder)):
     pos = order[k * batch_size:(k + 1) * batch_size]
     if drop_remainder:
-      yield dataset.get_batch(pos)
+      yield dataset.get_batch(pos if rows is None else pos[rows])
       continue
     real = pos.shape[0]
     if real < batch_size:
       pos = np.concatenate([pos, np.full(batch_size - real, pos[0], pos.dtype)])
-    batch = dataset.get_batch(pos)
     example_mask = np.zeros((batch_size,), np.float32)
     example_mask[:real] = 1.0
+    if rows is not None:
+      pos, example_mask = pos[rows], example_mask[rows]
+    batch = dataset.get_batch(pos)
     batch["example_mask"] = example_mask
     if "mask" in batch:
       batch["mask"] = batch["mask"] * example_mask[:, None]

@@ -317,6 +317,10 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
     print(f"lvf_jax: data parallel over {mesh.shape[parallel.AXIS]} devices "
           f"({mesh.devices.flat[0].device_kind}): batch {int(t.batch_size)} split "
           f"{int(t.batch_size) // mesh.shape[parallel.AXIS]} per device")
+  rows = parallel.process_rows(mesh, pipeline.batch_size) if pipeline.host_fed else None
+  if rows is not None:
+    print(f"lvf_jax: process {jax.process_index()} builds rows {rows.start}:{rows.stop} of "
+          "every training batch")
   train_step = jax.jit(guard_train_step(make_train_step(
       model, pipeline, tx, dtriv_every=int(config.optim.get("dtriv_every", 0) or 0),
       dtriv_orthonormalize_every=config.optim.get("dtriv_orthonormalize_every", 30),
@@ -334,8 +338,8 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
   step = start
   try:
     while step < int(t.steps):
-      batch = parallel.shard_batch(pipeline.host_batch(step), mesh) if pipeline.host_fed \
-          else None
+      batch = parallel.shard_rows(pipeline.host_batch(step, rows=rows), mesh,
+                                  pipeline.batch_size, rows) if pipeline.host_fed else None
       state, health, metrics = train_step(state, health, batch)
       step += 1
       steps_done += 1

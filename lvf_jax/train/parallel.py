@@ -11,9 +11,15 @@ how it is sharded; the cells, layers and optimiser transforms of lvf_jax support
 
 ``config.distributed`` (``coordinator_address``, ``num_processes``, ``process_id``) starts
 the multi-process runtime before anything else touches JAX (:func:`initialize`): every
-process runs the same command; each builds the global batch of a step (drawn from the same
-key, or read from the same records) and contributes the rows its devices hold; orbax writes
-the checkpoints from every process; process 0 alone writes metrics, plots and summaries.
+process runs the same command. A synthetic task's batch is drawn inside the jitted step from
+the same key everywhere. A dataset's training batch is assembled per process from the rows
+its devices hold (:func:`process_rows`, :func:`shard_rows`): fixed-shape examples (images,
+token chunks) are read for those rows only; variable-length sequences (music, speech) are
+read for the whole batch, whose padded length depends on every sequence, and cut to the
+rows. The global batch is the one a single process builds. Evaluation batches are read
+whole by every process.
+Orbax writes the checkpoints from every process; process 0 alone writes metrics, plots and
+summaries.
 """
 
 from __future__ import annotations
@@ -144,6 +150,44 @@ def _batch_spec(leaf: Any, k: int) -> PartitionSpec:
   if ndim == 0 or np.shape(leaf)[0] % k:
     return PartitionSpec()  # a scalar, or a batch that does not split (a last partial one)
   return PartitionSpec(AXIS, *([None] * (ndim - 1)))
+
+
+def process_rows(mesh: Optional[jax.sharding.Mesh], size: int) -> Optional[slice]:
+  """The rows of a batch of ``size`` that this process's devices hold under ``mesh``.
+
+  ``None`` means every row: without a mesh, in a single process, when ``size`` does not
+  split over the mesh (the batch is then replicated), or when this process's rows are not
+  one contiguous block.
+  """
+  if mesh is None or jax.process_count() == 1 or size % mesh.shape[AXIS]:
+    return None
+  index = NamedSharding(mesh, PartitionSpec(AXIS)).addressable_devices_indices_map((size,))
+  spans = sorted({idx[0].indices(size)[:2] for idx in index.values()})
+  start, stop = spans[0][0], spans[-1][1]
+  if sum(b - a for a, b in spans) != stop - start:
+    return None
+  return slice(start, stop)
+
+
+def shard_rows(batch: Any, mesh: Optional[jax.sharding.Mesh], size: int,
+               rows: Optional[slice]) -> Any:
+  """A global batch of ``size`` rows from this process's ``rows`` of it (``batch`` holds
+  only those rows; ``rows`` from :func:`process_rows`, ``None``: ``batch`` is whole).
+  Scalars are the same on every process and replicated."""
+  if rows is None:
+    return shard_batch(batch, mesh)
+
+  def place(leaf):
+    leaf = np.asarray(leaf)
+    if leaf.ndim == 0:
+      return _place(leaf, NamedSharding(mesh, PartitionSpec()))
+    if leaf.shape[0] != rows.stop - rows.start:
+      raise ValueError(f"shard_rows: a batch array has {leaf.shape[0]} rows where this "
+                       f"process holds rows {rows.start}:{rows.stop} of {size}.")
+    sharding = NamedSharding(mesh, PartitionSpec(AXIS, *([None] * (leaf.ndim - 1))))
+    return jax.make_array_from_process_local_data(sharding, leaf, (size, *leaf.shape[1:]))
+
+  return jax.tree_util.tree_map(place, batch)
 
 
 def shard_batch(batch: Any, mesh: Optional[jax.sharding.Mesh]) -> Any:

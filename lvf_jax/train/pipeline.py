@@ -7,7 +7,7 @@ Real-data pipelines (:mod:`lvf_jax.train.pipelines`) implement the same protocol
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -58,7 +58,11 @@ class Pipeline:
   def train_batch(self, data_key: Array, step: Array):
     raise NotImplementedError
 
-  def host_batch(self, step: int):
+  def host_batch(self, step: int, rows: Optional[slice] = None):
+    """The training batch of optimiser step ``step`` (host arrays, batch axis first); with
+    ``rows``, only those rows of it (this process's share under multi-process data
+    parallelism, :func:`lvf_jax.train.parallel.process_rows`). Host-fed pipelines also
+    have ``batch_size``, the rows of the whole batch."""
     raise NotImplementedError
 
   def initial_carry(self, eval: bool = False):  # noqa: A002 - mirrors the loop's wording

@@ -168,11 +168,12 @@ class ClassificationPipeline(_HostPipeline):
   def build_model(self, config):
     return pipeline_lib.last_state_model(config, self.output_size)
 
-  def host_batch(self, step: int) -> dict:
+  def host_batch(self, step: int, rows: Optional[slice] = None) -> dict:
     epoch, k = self.epoch_and_batch(step)
-    b = next(data_lib.batches(self.train, self.batch_size, self.seed, epoch, start_batch=k))
+    b = next(data_lib.batches(self.train, self.batch_size, self.seed, epoch, start_batch=k,
+                              rows=rows))
     return {"inputs": b["inputs"], "labels": b["labels"],
-            "example_mask": np.ones((self.batch_size,), np.float32)}
+            "example_mask": np.ones((b["labels"].shape[0],), np.float32)}
 
   def eval_batches(self, split: str):
     ds = self.split(split)
@@ -296,9 +297,12 @@ class LanguageModelPipeline(_HostPipeline):
     return {"inputs": chunk.inputs, "targets": chunk.targets, "mask": chunk.mask,
             "reset": np.asarray(chunk.reset)}
 
-  def host_batch(self, step: int) -> dict:
+  def host_batch(self, step: int, rows: Optional[slice] = None) -> dict:
     _, k = self.epoch_and_batch(step)  # the layout is the same every epoch
-    return self._as_batch(self._chunks[k])
+    batch = self._as_batch(self._chunks[k])
+    if rows is None:
+      return batch
+    return {key: v if key == "reset" else v[rows] for key, v in batch.items()}
 
   def eval_batches(self, split: str):
     stream = self.split(split)
@@ -451,10 +455,12 @@ class NextStepPipeline(_HostPipeline):
 
   _KEYS = ("inputs", "targets", "mask", "lengths")
 
-  def host_batch(self, step: int) -> dict:
+  def host_batch(self, step: int, rows: Optional[slice] = None) -> dict:
+    """The step's batch; with ``rows``, those rows of it, padded to the whole batch's length
+    (which depends on every sequence of the batch, so all of them are read)."""
     epoch, k = self.epoch_and_batch(step)
     b = next(data_lib.batches(self.train, self.batch_size, self.seed, epoch, start_batch=k))
-    return {k: b[k] for k in self._KEYS}
+    return {key: b[key] if rows is None else b[key][rows] for key in self._KEYS}
 
   def eval_batches(self, split: str):
     ds = self.split(split)
