@@ -221,6 +221,30 @@ def test_nnrnn_regularizers_sown_and_differentiable():
   np.testing.assert_allclose(g["triangular"], 2 * tdec * tl, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("g", [1.0, 0.958])
+def test_nnrnn_fixed_gamma_clamps_the_eigenvalue_moduli(g):
+  """Kerg et al. 2019, Supp. F: gamma clamped instead of learned; no gamma parameter, no
+  gamma penalty, the transition matrix is eq (5) with gamma_i = g."""
+  cell = cells.NNRNNCell(N, fixed_gamma=g, delta=0.5, t_decay=0.1)
+  variables, h, x, _ = init_apply(cell)
+  p = dict(variables["params"])
+  assert "gamma" not in p
+  k0 = _np(kernel_of(cell, variables)["kernel"])
+  np.testing.assert_allclose(np.abs(np.linalg.eigvals(k0)), g, rtol=1e-5)  # T = 0 at init
+  rng = np.random.default_rng(11)
+  p["triangular"] = jnp.asarray(rng.normal(size=(N, N)), jnp.float32)
+  variables = {"params": p}
+  pm = scipy.linalg.expm(np_skew_from_triu(_np(p["skew"])))
+  v = np_schur(pm, np.full(N // 2, g), _np(p["theta"]), _np(p["triangular"]))
+  np.testing.assert_allclose(_np(kernel_of(cell, variables)["kernel"]), v.T, atol=1e-5)
+  layer = layers.Recurrent(cell)
+  xs = jax.random.normal(jax.random.key(0), (B, 4, M))
+  terms = layers.regularization_terms(layer.apply({"params": {"cell": p}}, xs,
+                                                  mutable=["losses"])[1])
+  assert set(terms) == {"cell/t_decay"}
+  assert cells.cell_options("nnrnn")["fixed_gamma"] == (float, None)
+
+
 # -------------------------------------------------------------------- baselines
 
 
@@ -261,6 +285,7 @@ def test_make_cell_registry():
     (cells.ExpRNNCell(N, orthogonal_param="dense"), "argument 'orthogonal_param'"),
     (cells.ExpRNNCell(N, orthogonal_param="matrix", use_base=True), "use_base"),
     (cells.NNRNNCell(5), "NNRNNCell: argument 'features' must be even"),
+    (cells.NNRNNCell(N, fixed_gamma=0.0), "NNRNNCell: argument 'fixed_gamma'"),
     (cells.AntisymmetricRNNCell(N, epsilon=0.0), "argument 'epsilon'"),
     (cells.AntisymmetricRNNCell(N, gamma=-1.0), "argument 'gamma'"),
     (cells.TanhRNNCell(0), "argument 'features' must be a positive int"),

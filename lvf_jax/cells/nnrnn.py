@@ -31,7 +31,9 @@ class NNRNNCell(base.KernelCell):
   initialised, unlike the reference), ``theta ~ U(0, 2 pi)``, ``gamma = 1``, ``T = 0``; the
   model is then orthogonal. Regularisation (sown into ``'losses'``, see
   :mod:`lvf_jax.regularization`): ``'gamma_penalty'`` = ``delta sum_i (gamma_i -
-  1)^2`` and ``'t_decay'`` = ``t_decay ||T||_F^2``.
+  1)^2`` and ``'t_decay'`` = ``t_decay ||T||_F^2``. With ``fixed_gamma`` every ``gamma_i`` is
+  that constant instead of a parameter (the clamped nnRNNs of Kerg et al. 2019, Supp. F,
+  Table 7: 1 and 0.958), and the ``gamma`` penalty is not sown.
 
   Attributes:
     features: hidden size ``n`` (even).
@@ -41,6 +43,7 @@ class NNRNNCell(base.KernelCell):
     callable.
     orthogonal_param: ``'skew'`` | ``'matrix'``.
     activation: ``'modrelu'`` (paper) | ``'tanh'``.
+    fixed_gamma: ``gamma_i`` clamped at this value (``> 0``); ``None`` (default): learned.
   """
 
   delta: float = 0.0
@@ -48,6 +51,7 @@ class NNRNNCell(base.KernelCell):
   orthogonal_init: Union[str, Callable] = "cayley"
   orthogonal_param: str = "skew"
   activation: str = "modrelu"
+  fixed_gamma: Optional[float] = None
   kernel_init: base.Initializer = nn.initializers.variance_scaling(2.0, "fan_in", "normal")
   bias_init: Optional[base.Initializer] = None
 
@@ -60,6 +64,8 @@ class NNRNNCell(base.KernelCell):
     base.check_nonnegative_number(name, "t_decay", self.t_decay)
     base.check_choice(name, "activation", self.activation, base.ACTIVATIONS)
     base.check_choice(name, "orthogonal_param", self.orthogonal_param, ORTHOGONAL_PARAMS)
+    if self.fixed_gamma is not None:
+      base.check_positive_number(name, "fixed_gamma", self.fixed_gamma)
     pd = self.param_dtype
     skew_init = skew_initializer(name, self.orthogonal_init)
     if self.orthogonal_param == "matrix":
@@ -67,13 +73,21 @@ class NNRNNCell(base.KernelCell):
           "orthogonal", mapped_initializer(skew_init, geometry.expm), (n, n), pd)
     else:
       self.skew = self.param("skew", triu_param_init(skew_init), (n, n), pd)
-    self.gamma = self.param("gamma", nn.initializers.ones_init(), (n // 2,), pd)
+    if self.fixed_gamma is None:
+      self._gamma = self.param("gamma", nn.initializers.ones_init(), (n // 2,), pd)
     self.theta = self.param("theta", geometry.uniform_angle(), (n // 2,), pd)
     self.triangular = self.param("triangular", nn.initializers.zeros_init(), (n, n), pd)
     self.bias = self.param("bias", self.bias_init or base.activation_bias_init(self.activation),
                            (n,), pd)
     self.input = base.InputProjection(n, use_bias=False, kernel_init=self.kernel_init,
                                       param_dtype=pd, owner=name)
+
+  @property
+  def gamma(self) -> Array:
+    """The moduli ``gamma_i`` of the eigenvalues of ``Lambda`` (``(n/2,)``)."""
+    if self.fixed_gamma is None:
+      return self._gamma
+    return jnp.full(self.theta.shape, self.fixed_gamma, self.theta.dtype)
 
   def schur_basis(self) -> Array:
     """``P`` (orthogonal, column form)."""
@@ -87,7 +101,7 @@ class NNRNNCell(base.KernelCell):
 
   def regularize(self) -> None:
     """Sows ``delta sum (gamma_i - 1)^2`` and ``t_decay ||T||^2`` (nnRNN Sec. 4)."""
-    if self.delta > 0:
+    if self.delta > 0 and self.fixed_gamma is None:
       d = self.gamma - 1.0
       regularization.sow_loss(self, "gamma_penalty", self.delta * jnp.sum(d * d))
     if self.t_decay > 0:

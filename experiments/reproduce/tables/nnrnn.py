@@ -84,10 +84,11 @@ COLUMNS = (("params", 150), ("params", 300), ("n1024", 150), ("n1024", 300))
 
 
 def _ptb_row(slug, name, preset, paper_hidden, optim_note, group, bptt, metric, value, err,
-             extra_note=""):
-  """One PTB-char row: ``preset`` of ``configs/ptb_char.py`` in column ``(group, bptt)``."""
+             extra_note="", cell=None):
+  """One PTB-char row: ``preset`` of ``configs/ptb_char.py`` in column ``(group, bptt)``,
+  with the cell options ``cell`` set on top."""
   hidden = paper_hidden if group == "params" else 1024
-  overrides = {}
+  overrides = {f"model.cell.{k}": v for k, v in (cell or {}).items()}
   if bptt != 150:
     overrides["task.options.bptt"] = bptt
   run_hidden = PRESET_HIDDEN[preset]
@@ -178,6 +179,11 @@ T6 = Table(
         for a, b, d, j in FMC),
 )
 
+# Table 7's clamped-gamma rows: (gamma, BPTT, test BPC, standard error, failed runs of 5)
+CLAMPED = ((1, 150, 1.46, 0.005, "; 1 of the paper's 5 runs did not converge"),
+           (1, 300, 1.49, 0.022, "; 2 of the paper's 5 runs did not converge"),
+           (0.958, 150, 1.47, 0.005, ""), (0.958, 300, 1.49, 0.008, ""))
+
 T7 = Table(
     paper="nnrnn", number="7",
     caption=("PTB-char test BPC of nnRNN with gamma learned (Table 1), clamped at 1, clamped at "
@@ -188,30 +194,10 @@ T7 = Table(
                  0.003, extra_note="the same set-up as Table 1 (reproduced there)"),
         _ptb_row("nnrnn", "nnRNN", "nnrnn", 1024, MODELS[4][4], "n1024", 300, "test_bpc", 1.49,
                  0.002, extra_note="the same set-up as Table 1 (reproduced there)"),
-        Row(id="ptbchar-nnrnn-gamma1-t150", task="PTB-char, BPTT 150", model="nnRNN-gamma=1",
-            paper={"test_bpc": 1.46}, paper_params="~1.32M params, n=1024",
-            steps=EPOCHS * CHUNKS[150],
-            blocker=("model not implemented in lvf_jax: the nnRNN cell learns gamma and has no "
-                     "option to clamp it"),
-            note="+- 0.005 (standard error); 1 of the 5 runs did not converge."),
-        Row(id="ptbchar-nnrnn-gamma1-t300", task="PTB-char, BPTT 300", model="nnRNN-gamma=1",
-            paper={"test_bpc": 1.49}, paper_params="~1.32M params, n=1024",
-            steps=EPOCHS * CHUNKS[300],
-            blocker=("model not implemented in lvf_jax: the nnRNN cell learns gamma and has no "
-                     "option to clamp it"),
-            note="+- 0.022 (standard error); 2 of the 5 runs did not converge."),
-        Row(id="ptbchar-nnrnn-gamma0.958-t150", task="PTB-char, BPTT 150",
-            model="nnRNN-gamma=0.958", paper={"test_bpc": 1.47},
-            paper_params="~1.32M params, n=1024", steps=EPOCHS * CHUNKS[150],
-            blocker=("model not implemented in lvf_jax: the nnRNN cell learns gamma and has no "
-                     "option to clamp it"),
-            note="+- 0.005 (standard error over 5 runs)."),
-        Row(id="ptbchar-nnrnn-gamma0.958-t300", task="PTB-char, BPTT 300",
-            model="nnRNN-gamma=0.958", paper={"test_bpc": 1.49},
-            paper_params="~1.32M params, n=1024", steps=EPOCHS * CHUNKS[300],
-            blocker=("model not implemented in lvf_jax: the nnRNN cell learns gamma and has no "
-                     "option to clamp it"),
-            note="+- 0.008 (standard error over 5 runs)."),
+        *(_ptb_row(f"nnrnn-gamma{g}", f"nnRNN-gamma={g}", "nnrnn", 1024, MODELS[4][4],
+                   "n1024", bptt, "test_bpc", value, err, cell={"fixed_gamma": float(g)},
+                   extra_note=f"gamma clamped at {g} (`model.cell.fixed_gamma`){failed}")
+          for g, bptt, value, err, failed in CLAMPED),
     ),
 )
 
