@@ -15,8 +15,10 @@ rematerialisation: memory is not what limits these lengths). It trains in
 step after that many seconds (the page then says how far it got). The page
 ``docs/LONG_MEMORY.md`` lists, per run, the validation metric against its target
 (cross entropy < 1e-3 for copy, mean squared error < 1e-3 for adding), the first evaluated
-step at which the target was reached, the test metric at the best validation step, the
-wall time, machine, commit and command.
+step at which the target was reached, the test metric at the best validation step, how
+much the last state depends on the first (``||dh_T/dh_1||_F / ||dh_T/dh_T||_F`` of the first
+layer at the best validation step, :func:`gradient_reach`: the factor by which a gradient
+from the end of a sequence reaches its start), the wall time, machine, commit and command.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from experiments.reproduce.harness import (load_config, machine, read_result,
                                            started_at_commit, write_result)
 from lvf_jax.train.config import set_field
 from lvf_jax.train.reporting import MetricWriter
+
+BEST_VARIABLES = "best_variables.msgpack"
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = 1e-3  # copy: cross entropy; adding: mean squared error (LEM's threshold)
@@ -94,6 +98,13 @@ NOTES = {
         "= 12.2: the midpoint map of a field with divergence has eigenvalues above one, and "
         "1,000 steps of backpropagation overflow float32. The adding runs therefore use the "
         "hard divergence-free constraint of `copy.py:lvf`."),
+    "adding-t1000-exprnn": (
+        "the gradient from the last state reaches the first step (dh_T/dh_1 = 0.10 at the "
+        "best validation step): the orthogonal recurrence does not vanish it, yet the model "
+        "has not found the two marked numbers in the steps run"),
+    "adding-t1000-lstm": (
+        "dh_T/dh_1 is 0 in float32: the LSTM's last state no longer depends on the first "
+        "steps, so no gradient from the loss reaches a marker there"),
 }
 
 
@@ -146,8 +157,34 @@ def train_run(run: Run, workdir: str, *, steps: Optional[int] = None,
       "command": command(run), "diverged": diverged,
   }
   result.update(reached(run_dir))
+  result["gradient_reach"] = gradient_reach(run_dir)
   write_result(run_dir, result)
   return result
+
+
+def gradient_reach(run_dir: str, batch: int = 2) -> Optional[float]:
+  """``||dh_T/dh_1||_F / ||dh_T/dh_T||_F`` of the first layer (mean over ``batch`` validation
+  sequences) with the run's best validation variables; None before its first evaluation.
+
+  ``dh_T/dh_T`` is the identity, so the ratio is ``||dh_T/dh_1||_F / sqrt(n)``: far below one,
+  a gradient from the end of a sequence vanishes before it reaches the start.
+  """
+  path = os.path.join(run_dir, BEST_VARIABLES)
+  if not os.path.exists(path):
+    return None
+  import flax  # pylint: disable=g-import-not-at-top
+  import ml_collections  # pylint: disable=g-import-not-at-top
+  from lvf_jax import diagnostics  # pylint: disable=g-import-not-at-top
+  from lvf_jax.train import builders  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(run_dir, "config.json")) as f:
+    c = ml_collections.ConfigDict(json.load(f))
+  pipeline = builders.build_pipeline(c)
+  model = pipeline.build_model(c)
+  with open(path, "rb") as f:
+    params = flax.serialization.msgpack_restore(f.read())["params"]
+  x = pipeline.task.fixed_split("validation", batch).inputs
+  norms = diagnostics.state_jacobian_norms(model.cells[0], params["rnn"]["layer_0"]["cell"], x)
+  return float(norms[0] / norms[-1])
 
 
 def reached(run_dir: str) -> dict:
@@ -176,15 +213,17 @@ def report(workdir: str, path: str) -> str:
       "`result.json`. Target: validation cross entropy (copy) or mean squared error "
       f"(adding) below {TARGET:g}; 'reached at' is the first evaluated step below it. Every "
       "run uses `model.segment_length='auto'`; batch reduced from the presets where "
-      "stated.", "",
+      "stated. 'dh_T/dh_1' is `||dh_T/dh_1||_F / ||dh_T/dh_T||_F` of the first layer at the "
+      "best validation step on two validation sequences: the factor by which a gradient "
+      "from the last state reaches the first step.", "",
       "| task | T | model | batch | steps | best validation | reached at | test at best "
-      "validation | wall time | machine | commit | command |",
-      "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+      "validation | dh_T/dh_1 | wall time | machine | commit | command |",
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
   for run in RUNS.values():
     r = read_result(os.path.join(workdir, run.id))
     if r is None:
       lines.append(f"| {run.task} | {run.T} | {run.label} | {run.batch} | {run.steps} | "
-                   f"not run yet | | | | | | `{command(run)}` |")
+                   f"not run yet | | | | | | | `{command(run)}` |")
       continue
     steps = (f"{r['steps']}" if r["steps"] >= r["budget"] else
              f"{r['steps']} of {r['budget']}")
@@ -197,7 +236,8 @@ def report(workdir: str, path: str) -> str:
     lines.append(
         f"| {run.task} | {run.T} | {run.label} | {run.batch} | {steps} | "
         f"{_fmt(r['best_validation'])} | {hit} | {_fmt(r['test_at_best'])} | "
-        f"{wall} | {r['machine']} | {r['commit']} | `{r['command']}` |")
+        f"{_fmt(r.get('gradient_reach'))} | {wall} | {r['machine']} | {r['commit']} | "
+        f"`{r['command']}` |")
   notes = [f"- `{k}`: {v}" for k, v in NOTES.items()
            if read_result(os.path.join(workdir, k)) is not None]
   if notes:
@@ -234,6 +274,9 @@ def main(argv=None) -> int:
       done = read_result(os.path.join(args.workdir, name))
       if done is not None and done["steps"] >= (args.steps or RUNS[name].steps):
         print(f"long_memory: {name}: done ({done['steps']} steps), skipped")
+        if "gradient_reach" not in done:  # a result from before the column existed
+          run_dir = os.path.join(args.workdir, name)
+          write_result(run_dir, {**done, "gradient_reach": gradient_reach(run_dir)})
         continue
       if done is not None and done.get("diverged"):  # deterministic: it would again
         print(f"long_memory: {name}: diverged at step {done['diverged']['step']}, skipped "

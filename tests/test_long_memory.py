@@ -32,7 +32,9 @@ def test_a_tiny_run_lands_on_the_page(tmp_path, monkeypatch):
                            str(page)]) == 0  # resumes to the run's own 4 steps
   result = json.loads((work / run.id / "result.json").read_text())
   assert result["steps"] == 4 and result["best_validation"] is not None
+  assert 0.0 < result["gradient_reach"] < 10.0  # ||dh_T/dh_1|| / ||dh_T/dh_T|| at 12 steps
   text = page.read_text()
+  assert f"| {result['gradient_reach']:.3g} |" in text
   assert "| adding | 12 | lvf | 4 | 4 |" in text and "`python -m experiments.long_memory" in text
   assert "| copy | 2000 | exprnn |" in text and "not run yet" in text
 
