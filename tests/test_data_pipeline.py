@@ -5,6 +5,7 @@ directory). Tests needing shared/data skip, with the reason shown, only where it
 """
 
 import collections
+import dataclasses
 import io
 import pathlib
 import sys
@@ -69,6 +70,28 @@ def test_batches_cover_epoch_and_are_deterministic(n, batch_size, seed, epoch):
     assert len(set(flat.tolist())) == flat.size
     resumed = [b["id"] for b in data.batches(ds, batch_size, seed, epoch, start_batch=1)]
     assert all(np.array_equal(a, b) for a, b in zip(train[1:], resumed))
+
+
+@settings(max_examples=20)
+@given(st.integers(1, 40), st.integers(1, 12), st.integers(0, 3), st.data())
+def test_rows_of_batches_are_those_rows_and_read_alone(n, batch_size, epoch, draw):
+  """``rows`` (a process's share of every batch) gives the rows of the whole batch, reading
+  only the records of those rows; for evaluation batches with their example mask too."""
+  a = draw.draw(st.integers(0, batch_size - 1))
+  rows = slice(a, draw.draw(st.integers(a + 1, batch_size)))
+  read = []
+  ds = _toy_dataset(n)
+  inner = ds.transform
+  ds = dataclasses.replace(ds, transform=lambda r, idx: read.append(len(r)) or inner(r, idx))
+  for drop in (True, False):
+    whole = list(data.batches(ds, batch_size, 3, epoch, drop_remainder=drop))
+    read.clear()
+    part = list(data.batches(ds, batch_size, 3, epoch, drop_remainder=drop, rows=rows))
+    assert read == [rows.stop - rows.start] * len(whole)
+    for w, p in zip(whole, part, strict=True):
+      assert set(w) == set(p)
+      for key in w:
+        np.testing.assert_array_equal(p[key], w[key][rows])
 
 
 def test_prefetch_preserves_order_and_errors():

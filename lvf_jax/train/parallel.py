@@ -17,9 +17,8 @@ its devices hold (:func:`process_rows`, :func:`shard_rows`): fixed-shape example
 token chunks) are read for those rows only; variable-length sequences (music, speech) are
 read for the whole batch, whose padded length depends on every sequence, and cut to the
 rows. The global batch is the one a single process builds. Evaluation batches are read
-whole by every process.
-Orbax writes the checkpoints from every process; process 0 alone writes metrics, plots and
-summaries.
+whole by every process. Orbax writes the checkpoints from every process; process 0 alone
+writes metrics, plots and summaries.
 """
 
 from __future__ import annotations
