@@ -270,6 +270,7 @@ def main(argv=None) -> int:
   if unknown:
     raise SystemExit(f"unknown run(s) {unknown}; --list shows them.")
   if not args.report_only:
+    started_at_commit()  # the code this process imports now is the code that trains
     for name in names:
       done = read_result(os.path.join(args.workdir, name))
       if done is not None and done["steps"] >= (args.steps or RUNS[name].steps):
