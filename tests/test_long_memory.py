@@ -63,7 +63,8 @@ def test_a_diverging_run_is_recorded_with_its_step(tmp_path, monkeypatch):
 def test_the_adding_lvf_runs_are_divergence_free_and_say_so(tmp_path):
   for t in (1000, 5000, 10000):
     run = long_memory.RUNS[f"adding-t{t}-lvf"]
-    assert long_memory.run_config(run).model.cell.divergence_free is True
+    cell = long_memory.run_config(run).model.cell
+    assert cell.divergence_free is True and cell.activation == "modrelu"
   assert long_memory.run_config(long_memory.RUNS["copy-t1000-exprnn"]).model.name == "exprnn"
   text = open(long_memory.report(str(tmp_path / "none"), str(tmp_path / "page.md"))).read()
-  assert "| adding | 1000 | lvf (divergence_free=True) | 50 | 10000 | not run yet" in text
+  assert "| adding | 1000 | lvf (divergence_free=True, activation=modrelu) | 50 | 10000 | not run yet" in text
