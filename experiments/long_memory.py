@@ -101,7 +101,12 @@ NOTES = {
         "stays at the no-memory level (validation 0.177, test 0.154): the midpoint map is "
         "then orthogonal, yet dh_T/dh_t is 2.8e-6 at 100 steps from the end, 1.7e-13 at 250 "
         "and 0 in float32 beyond, because every tanh step shrinks the gradient. The adding "
-        "runs therefore use `copy.py:lvf`'s cell: divergence-free and modReLU."),
+        "runs therefore use `copy.py:lvf`'s cell: divergence-free and modReLU. With it the "
+        "gradient reaches the first step (dh_T/dh_1 = 0.088), but the state, kept in norm by "
+        "the orthogonal map while an input is added at every step, starts far too large "
+        "(loss 28.7 at step 100) and the 10,000 steps go into recovering from it (0.23 at "
+        "step 9,700): still above the no-memory level; expRNN's first steps look the same "
+        "(loss 664 at step 50)"),
     "adding-t1000-exprnn": (
         "the gradient from the last state reaches the first step (dh_T/dh_1 = 0.10 at the "
         "best validation step): the orthogonal recurrence does not vanish it, yet the model "
