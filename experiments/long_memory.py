@@ -34,9 +34,8 @@ from typing import Optional
 from experiments.reproduce.harness import (load_config, machine, read_result,
                                            started_at_commit, write_result)
 from lvf_jax.train.config import set_field
+from lvf_jax.train.loop import BEST_VARIABLES
 from lvf_jax.train.reporting import MetricWriter
-
-BEST_VARIABLES = "best_variables.msgpack"
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = 1e-3  # copy: cross entropy; adding: mean squared error (LEM's threshold)

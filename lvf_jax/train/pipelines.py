@@ -82,6 +82,14 @@ def _weighted_mean(values: Array, weights: Array) -> Array:
   return jnp.sum(values * w) / jnp.maximum(jnp.sum(w), 1.0)
 
 
+def _take_rows(batch: dict, rows: Optional[slice]) -> dict:
+  """``rows`` of every batch array of ``batch`` (all of it for ``None``); scalars, the same
+  for every row, are kept."""
+  if rows is None:
+    return batch
+  return {key: v if np.ndim(v) == 0 else v[rows] for key, v in batch.items()}
+
+
 class _HostPipeline(pipeline_lib.Pipeline):
   """Shared plumbing: the config's batch sizes and seed, ``(epoch, batch)`` of a step."""
 
@@ -299,10 +307,7 @@ class LanguageModelPipeline(_HostPipeline):
 
   def host_batch(self, step: int, rows: Optional[slice] = None) -> dict:
     _, k = self.epoch_and_batch(step)  # the layout is the same every epoch
-    batch = self._as_batch(self._chunks[k])
-    if rows is None:
-      return batch
-    return {key: v if key == "reset" else v[rows] for key, v in batch.items()}
+    return _take_rows(self._as_batch(self._chunks[k]), rows)
 
   def eval_batches(self, split: str):
     stream = self.split(split)
@@ -460,7 +465,7 @@ class NextStepPipeline(_HostPipeline):
     (which depends on every sequence of the batch, so all of them are read)."""
     epoch, k = self.epoch_and_batch(step)
     b = next(data_lib.batches(self.train, self.batch_size, self.seed, epoch, start_batch=k))
-    return {key: b[key] if rows is None else b[key][rows] for key in self._KEYS}
+    return _take_rows({key: b[key] for key in self._KEYS}, rows)
 
   def eval_batches(self, split: str):
     ds = self.split(split)
