@@ -180,18 +180,12 @@ def gradient_reach(run_dir: str, batch: int = 2) -> Optional[float]:
   path = os.path.join(run_dir, BEST_VARIABLES)
   if not os.path.exists(path):
     return None
-  import flax  # pylint: disable=g-import-not-at-top
-  import ml_collections  # pylint: disable=g-import-not-at-top
-  from lvf_jax import diagnostics  # pylint: disable=g-import-not-at-top
+  from lvf_jax import diagnostics, zoo  # pylint: disable=g-import-not-at-top
   from lvf_jax.train import builders  # pylint: disable=g-import-not-at-top
-  with open(os.path.join(run_dir, "config.json")) as f:
-    c = ml_collections.ConfigDict(json.load(f))
-  pipeline = builders.build_pipeline(c)
-  model = pipeline.build_model(c)
-  with open(path, "rb") as f:
-    params = flax.serialization.msgpack_restore(f.read())["params"]
-  x = pipeline.task.fixed_split("validation", batch).inputs
-  norms = diagnostics.state_jacobian_norms(model.cells[0], params["rnn"]["layer_0"]["cell"], x)
+  model, variables, c = zoo.load_run(run_dir)
+  x = builders.build_pipeline(c).task.fixed_split("validation", batch).inputs
+  norms = diagnostics.state_jacobian_norms(model.cells[0],
+                                           variables["params"]["rnn"]["layer_0"]["cell"], x)
   return float(norms[0] / norms[-1])
 
 

@@ -125,6 +125,28 @@ def test_music_nll_on_hand_made_roll(x64):
   np.testing.assert_allclose(float(got2), expected, rtol=1e-10)
 
 
+def test_music_nll_per_sequence_on_hand_made_rolls(x64):
+  pieces = [readers.notes_to_roll([(60, 64, 67), (60, 64, 67), (62,), ()]),
+            readers.notes_to_roll([(72,), (74,), (76,)]),
+            readers.notes_to_roll([(50,), (52, 55)])]
+  transform = data.pipeline._next_step_transform("roll", 88, 1, np.float64)
+  batch = transform([{"roll": r} for r in pieces], np.arange(3))
+  logits = np.random.default_rng(1).normal(size=batch["targets"].shape)
+  logits[1, 2:] = 1e3  # padding contributes nothing
+  p = 1.0 / (1.0 + np.exp(-logits))
+  expected = [_nll_loop(p[b:b + 1], batch["targets"][b:b + 1], batch["lengths"][b:b + 1])
+              for b in range(3)]
+  args = (jnp.asarray(logits), jnp.asarray(batch["targets"]), jnp.asarray(batch["mask"]))
+  got = data.music_nll_per_sequence(*args)
+  np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-10)
+  # weighted by the frame counts, the pieces' NLLs average to the batch's frame NLL
+  np.testing.assert_allclose(np.average(got, weights=batch["lengths"]),
+                             float(data.music_nll(*args)), rtol=1e-10)
+  assert float(data.music_nll_per_sequence(*args[:2], jnp.zeros_like(args[2]))[0]) == 0.0
+  with pytest.raises(ValueError, match="music_nll_per_sequence"):
+    data.music_nll_per_sequence(args[0][0], args[1][0], args[2][0])
+
+
 def test_music_nll_perfect_and_uniform():
   y = jnp.asarray(readers.notes_to_roll([(60,), (61, 62)]), jnp.float32)[None]
   mask = jnp.ones((1, 2), jnp.float32)

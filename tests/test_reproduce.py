@@ -355,3 +355,50 @@ def test_a_time_limited_run_counts_its_steps_and_resumes_to_the_budget(tmp_path,
   rest = harness.run_row(table, row, str(work), steps=6, log=lambda *_: None)
   assert rest["steps"] == 6 and rest["resumed_from"] == 2 and rest["wall_complete"]
   assert rest["wall_seconds"] >= part["wall_seconds"]
+
+
+@needs_data
+def test_reevaluate_adds_a_missing_metric_and_keeps_the_recorded_figures(tmp_path, tfds_dir,
+                                                                         monkeypatch):
+  monkeypatch.setenv(paths.TFDS_DIR_ENV, tfds_dir)
+  work, out = tmp_path / "runs", tmp_path / "pages"
+  argv = ["lvf-t3", "--rows", "jsb-rnn", "--seeds", "1", "--smoke", "--workdir", str(work),
+          "--out", str(out)]
+  assert cli.main(argv) == 0
+  run_dir = work / "lvf-t3" / "jsb-rnn" / "seed0"
+  fresh = json.loads((run_dir / harness.RESULT).read_text())
+  measured = zoo.evaluate_run(str(run_dir))
+  assert fresh["metrics"]["test_nll_per_sequence"] == pytest.approx(
+      measured["nll_per_sequence"], rel=1e-6)
+  assert fresh["metrics"]["test_loss"] == pytest.approx(measured["loss"], rel=1e-6)
+  # a run recorded before the metric existed
+  summary = json.loads((run_dir / "summary.json").read_text())
+  del summary["test_at_best_validation"]["nll_per_sequence"]
+  (run_dir / "summary.json").write_text(json.dumps(summary))
+  old = {**fresh, "metrics": {k: v for k, v in fresh["metrics"].items()
+                              if k != "test_nll_per_sequence"}}
+  (run_dir / harness.RESULT).write_text(json.dumps(old))
+  assert cli.main(argv[:-4] + ["--workdir", str(work), "--out", str(out), "--reevaluate"]) == 0
+  again = json.loads((run_dir / harness.RESULT).read_text())
+  assert again["metrics"] == pytest.approx(fresh["metrics"])
+  assert again["reevaluated"]["keys"] == ["nll_per_sequence"]
+  assert again["steps"] == fresh["steps"] and again["commit"] == fresh["commit"]
+  line = next(l for l in (out / "lvf-t3.md").read_text().splitlines()
+              if "| test_nll_per_sequence |" in l)
+  assert harness.summarize([measured["nll_per_sequence"]], "test_nll_per_sequence") in line
+  # a recorded loss the current code does not reproduce is left alone
+  summary = json.loads((run_dir / "summary.json").read_text())
+  summary["test_at_best_validation"] = {"loss": 2.0 * measured["loss"]}
+  (run_dir / "summary.json").write_text(json.dumps(summary))
+  logs = []
+  assert harness.reevaluate_row(rows.get("lvf-t3"), rows.get("lvf-t3").row("jsb-rnn"),
+                                str(work), log=logs.append) == []
+  assert "differs from the recorded" in logs[0]
+
+
+def test_load_run_names_the_missing_file(tmp_path):
+  (tmp_path / "config.json").write_text("{}")
+  with pytest.raises(ValueError, match="'run_dir'.*has no best_variables.msgpack"):
+    zoo.load_run(str(tmp_path))
+  with pytest.raises(ValueError, match="evaluate_run.*config.json or best_variables"):
+    zoo.evaluate_run(str(tmp_path / "nothing"))

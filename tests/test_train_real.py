@@ -314,6 +314,29 @@ def test_music_eval_is_the_frame_average_over_whole_sequences(tfds_dir):
   assert got["loss"] == pytest.approx(total / frames, rel=1e-5)
 
 
+@_needs("jsb")
+def test_music_eval_reports_the_mean_over_sequences_of_whole_sequences(tfds_dir):
+  c = toy("jsb", "rnn", tfds_dir, max_len=None)  # whole validation pieces: lengths differ
+  c.train.eval_batch_size = 3  # 5 sequences: the last batch holds a padded example row
+  p = builders.build_pipeline(c)
+  model = p.build_model(c)
+  variables = builders.init_variables(model, p, jax.random.PRNGKey(4))
+  got = loop.evaluate(jax.jit(loop.make_eval_step(model, p)), p, variables["params"], {},
+                      "validation")
+  per_seq, total, frames = [], 0.0, 0
+  for rec in p.split("validation").records(range(5)):
+    roll = np.asarray(rec["roll"], np.float32)
+    y = roll[1:].astype(np.float64)
+    z = np.asarray(model.apply(variables, roll[None, :-1])[0], np.float64)
+    nll = -(y * -np.logaddexp(0, -z) + (1 - y) * -np.logaddexp(0, z)).sum()
+    per_seq.append(nll / y.shape[0])
+    total, frames = total + nll, frames + y.shape[0]
+  assert len({len(np.asarray(r["roll"])) for r in p.split("validation").records(range(5))}) > 1
+  assert got["loss"] == pytest.approx(total / frames, rel=1e-5)
+  assert got["nll_per_sequence"] == pytest.approx(np.mean(per_seq), rel=1e-5)
+  assert not any(k.endswith("_per_frame") for k in got)  # the helper sums are summarised
+
+
 @_needs("fsdd")
 def test_speech_eval_is_the_masked_mse_over_whole_sequences(tfds_dir):
   c, p, model, variables, got = _evaluated("fsdd", "rnn", tfds_dir, "test")

@@ -45,6 +45,9 @@ def _parser() -> argparse.ArgumentParser:
   p.add_argument("--smoke", action="store_true",
                  help="tiny data and --steps (default 2) steps: checks that rows run")
   p.add_argument("--report-only", action="store_true", help="only rewrite the pages")
+  p.add_argument("--reevaluate", action="store_true",
+                 help="train nothing: add the test metrics that finished runs lack by "
+                      "re-measuring their best variables with the current code")
   p.add_argument("--include-blocked", action="store_true",
                  help="also run rows marked as blocked by their budget (not missing data)")
   p.add_argument("--list", action="store_true", help="list tables and rows, run nothing")
@@ -83,7 +86,10 @@ def main(argv=None) -> int:
   wanted = [s for s in args.rows.split(",") if s]
   for table in tables:
     selected = [table.row(r) for r in wanted] if wanted else list(table.rows)
-    if not args.report_only:
+    if args.reevaluate:
+      for row in selected:
+        harness.reevaluate_row(table, row, args.workdir)
+    elif not args.report_only:
       for row in selected:
         runnable = (row.config is not None or row.analytic is not None) and (
             row.blocker is None or (args.include_blocked and row.blocker.startswith("budget")))

@@ -172,6 +172,8 @@ def metrics_of_run(workdir: str) -> dict[str, float]:
     out["test_ppl"] = math.exp(min(test["loss"], 700.0))
   if "accuracy" in test:
     out["test_accuracy"] = 100.0 * test["accuracy"]
+  if "nll_per_sequence" in test:
+    out["test_nll_per_sequence"] = test["nll_per_sequence"]
   val = [r["loss"] for r in records if r["split"] == "validation"]
   if val:
     out["val_loss"] = min(val)
@@ -181,12 +183,16 @@ def metrics_of_run(workdir: str) -> dict[str, float]:
   return out
 
 
+def _write_json(path: str, value: dict) -> None:
+  """Writes ``path`` atomically (a crash leaves the old file)."""
+  with open(path + ".tmp", "w") as f:
+    json.dump(value, f, indent=2)
+  os.replace(path + ".tmp", path)
+
+
 def write_result(run_dir: str, result: dict) -> None:
   """Writes ``result.json`` of ``run_dir`` atomically (a crash leaves the old one)."""
-  tmp = os.path.join(run_dir, RESULT + ".tmp")
-  with open(tmp, "w") as f:
-    json.dump(result, f, indent=2)
-  os.replace(tmp, os.path.join(run_dir, RESULT))
+  _write_json(os.path.join(run_dir, RESULT), result)
 
 
 def compute_row(table: Table, row: Row, workdir: str, log=print) -> dict:
@@ -273,6 +279,47 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
   return result
 
 
+def reevaluate_row(table: Table, row: Row, workdir: str, log=print) -> list[dict]:
+  """Adds the test metrics a finished seed of ``row`` lacks by re-measuring its best
+  validation variables with the current code (:func:`lvf_jax.zoo.evaluate_run`).
+
+  The recorded figures are kept: a seed whose re-measured test loss differs from its
+  recorded one (relative 1e-4: the code or data changed) is left as it is and reported. The
+  added keys go into the run's ``summary.json`` (``test_at_best_validation``) and
+  ``result.json``, both with ``reevaluated`` (commit, date, keys). Returns the updated
+  results.
+  """
+  from lvf_jax import zoo  # pylint: disable=g-import-not-at-top
+  updated = []
+  for result in results_of_row(table, row, workdir):
+    run_dir = os.path.join(workdir, table.id, row.id, f"seed{result['seed']}")
+    where = f"reproduce: {table.id}/{row.id} seed {result['seed']}"
+    lock = os.path.join(run_dir, LOCK)
+    if row.analytic or result.get("diverged_at") or os.path.exists(lock):
+      log(f"{where}: not re-evaluated (analytic, diverged or being run)")
+      continue
+    with open(os.path.join(run_dir, "summary.json")) as f:
+      summary = json.load(f)
+    test = summary.get("test_at_best_validation") or {}
+    metrics = zoo.evaluate_run(run_dir, "test")
+    if not math.isclose(metrics["loss"], test.get("loss", math.nan), rel_tol=1e-4):
+      log(f"{where}: re-measured test loss {metrics['loss']:.6g} differs from the recorded "
+          f"{test.get('loss')}: not updated")
+      continue
+    added = sorted(set(metrics) - set(test))
+    stamp = {"commit": started_at_commit(), "keys": added,
+             "date": datetime.datetime.now(datetime.timezone.utc).strftime(
+                 "%Y-%m-%d %H:%M UTC")}
+    summary["test_at_best_validation"] = {**test, **{k: metrics[k] for k in added}}
+    summary["reevaluated"] = stamp
+    _write_json(os.path.join(run_dir, "summary.json"), summary)
+    result = {**result, "metrics": metrics_of_run(run_dir), "reevaluated": stamp}
+    write_result(run_dir, result)
+    log(f"{where}: added {added or 'nothing'}")
+    updated.append(result)
+  return updated
+
+
 LOCK = "running.pid"
 
 
@@ -350,7 +397,11 @@ def summarize(values: Iterable[float], metric: str) -> str:
 
 
 LOWER_IS_BETTER = {"test_loss": True, "test_bpc": True, "test_ppl": True, "val_loss": True,
-                   "min_train_loss": True, "test_accuracy": False}
+                   "min_train_loss": True, "test_accuracy": False,
+                   "test_nll_per_sequence": True}
+#: Metrics shown under a row's own whenever its runs have them (not part of the verdict
+#: unless the row's paper values name them).
+ALSO_SHOWN = ("test_nll_per_sequence",)
 #: Computed quantities: ours meets the paper when it rounds to the paper's printed value
 #: (three significant digits).
 EXACT = {"fmc_total": 3}
@@ -426,6 +477,8 @@ def table_markdown(table: Table, workdir: str, figure: Optional[str] = None) -> 
     shown = list(row.paper.items()) or [("", None)]
     if set(row.paper) & {"min_train_loss", "val_loss"} and "test_loss" not in row.paper:
       shown.append(("test_loss", None))  # the paper's minimum loss and our test figure
+    shown += [(m, None) for m in ALSO_SHOWN
+              if m not in row.paper and any(m in r["metrics"] for r in results)]
     for i, (metric, value) in enumerate(shown):
       ours = summarize([r["metrics"][metric] for r in results if metric in r["metrics"]],
                        metric)

@@ -8,18 +8,21 @@ holds one module per paper, each with a ``TABLES`` dict ``{table_id: Table}``;
 
 Metric names (keys of ``Row.paper``) and where the harness reads ours:
 
-==================  ==================================================================
-``test_loss``       test loss at the best validation step (cross entropy, MSE, NLL)
-``test_accuracy``   test accuracy at the best validation step, in percent
-``test_bpc``        test loss at the best validation step divided by ln 2
-``test_ppl``        exp of the test loss at the best validation step
-``val_loss``        the best validation loss
-``min_train_loss``  the smallest training loss logged during training (NC-GRU's tables
-                    report the minimum attained loss)
-``fmc_total``       an analytic quantity, not a training run: the total Fisher memory
-                    ``J_tot`` of nnRNN Table 6 (:mod:`experiments.reproduce.analytic`),
-                    compared at the paper's printed precision
-==================  ==================================================================
+=========================  ==================================================================
+``test_loss``              test loss at the best validation step (cross entropy, MSE, NLL)
+``test_accuracy``          test accuracy at the best validation step, in percent
+``test_bpc``               test loss at the best validation step divided by ln 2
+``test_ppl``               exp of the test loss at the best validation step
+``val_loss``               the best validation loss
+``min_train_loss``         the smallest training loss logged during training (NC-GRU's tables
+                           report the minimum attained loss)
+``test_nll_per_sequence``  music: the test NLL per frame of each piece, averaged over the
+                           pieces (``test_loss`` averages over frames), at the best
+                           validation step
+``fmc_total``              an analytic quantity, not a training run: the total Fisher memory
+                           ``J_tot`` of nnRNN Table 6 (:mod:`experiments.reproduce.analytic`),
+                           compared at the paper's printed precision
+=========================  ==================================================================
 
 A value in ``Row.paper`` is in the paper's own unit *after* removing the table's scale:
 NC-GRU's "loss x 1e-3 = 0.149" is stored as ``0.149e-3``; accuracies are percents.
@@ -33,7 +36,7 @@ import pkgutil
 from typing import Any, Optional
 
 METRICS = ("test_loss", "test_accuracy", "test_bpc", "test_ppl", "val_loss", "min_train_loss",
-           "fmc_total")
+           "test_nll_per_sequence", "fmc_total")
 
 
 @dataclasses.dataclass(frozen=True)

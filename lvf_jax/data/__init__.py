@@ -23,7 +23,8 @@ Example::
 from lvf_jax.data.features import (HOP, N_FFT, NUM_BINS, SAMPLE_RATE, decimate_2x, hann,
                                    log_magnitude, stft, waveform_to_features)
 from lvf_jax.data.metrics import (bits_per_character, masked_cross_entropy, masked_mse,
-                                  music_nll, music_nll_from_probs, perplexity)
+                                  music_nll, music_nll_from_probs,
+                                  music_nll_per_sequence, perplexity)
 from lvf_jax.data.paths import (DATA_DIR_ENV, TFDS_DIR_ENV, CorruptDataError, DataError,
                                 MissingDataError, raw_data_dir, tfds_data_dir)
 from lvf_jax.data.pipeline import (DATASETS, PERMUTATION_SEED, Dataset, TBPTTBatch, TokenStream,
@@ -37,6 +38,7 @@ __all__ = [
     "TBPTTBatch", "TokenStream", "batch_order", "batches", "bits_per_character", "builder",
     "cifar_noise", "decimate_2x", "hann", "holdout_split", "load", "log_magnitude",
     "masked_cross_entropy", "masked_mse", "mnist_permutation", "music_nll",
-    "music_nll_from_probs", "num_batches", "perplexity", "prefetch", "prepare", "raw_data_dir",
-    "stft", "tbptt_batches", "tbptt_layout", "tfds_data_dir", "waveform_to_features",
+    "music_nll_from_probs", "music_nll_per_sequence", "num_batches", "perplexity", "prefetch",
+    "prepare", "raw_data_dir", "stft", "tbptt_batches", "tbptt_layout", "tfds_data_dir",
+    "waveform_to_features",
 ]

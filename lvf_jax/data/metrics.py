@@ -14,13 +14,20 @@ def _check_same_shape(fn, **arrays):
     raise ValueError(f"{fn}: arguments must share one shape; got {shapes}.")
 
 
+def _frame_nll(logits: jax.Array, targets: jax.Array) -> jax.Array:
+  """``-sum_88 [y log p + (1-y) log(1-p)]`` of every frame, ``p = sigmoid(logits)``."""
+  y = targets.astype(logits.dtype)
+  ll = y * jax.nn.log_sigmoid(logits) + (1.0 - y) * jax.nn.log_sigmoid(-logits)
+  return -jnp.sum(ll, axis=-1)
+
+
 def music_nll(logits: jax.Array, targets: jax.Array, mask: jax.Array) -> jax.Array:
   """Frame-level NLL of polyphonic music (Boulanger-Lewandowski et al. 2012).
 
   ``loss = -sum_t sum_88 [y log p + (1-y) log(1-p)] / (number of predicted frames)`` with
-  ``p = sigmoid(logits)`` (Boulanger-Lewandowski et al. 2012), computed stably from logits. Padded
-  frames
-  (``mask == 0``) contribute neither to the sum nor to the frame count.
+  ``p = sigmoid(logits)``, computed stably from logits. Padded frames (``mask == 0``)
+  contribute neither to the sum nor to the frame count. Over a split this weights every
+  frame equally (:func:`music_nll_per_sequence` weights every sequence equally).
 
   Args:
     logits: (..., T, 88) pre-sigmoid outputs predicting ``targets = roll[1:]``.
@@ -33,11 +40,34 @@ def music_nll(logits: jax.Array, targets: jax.Array, mask: jax.Array) -> jax.Arr
   if logits.shape[:-1] != mask.shape or logits.shape != targets.shape:
     raise ValueError(f"music_nll: need logits/targets (..., T, K) and mask (..., T); got "
                      f"{logits.shape}, {targets.shape}, {mask.shape}.")
-  y = targets.astype(logits.dtype)
-  ll = y * jax.nn.log_sigmoid(logits) + (1.0 - y) * jax.nn.log_sigmoid(-logits)
   m = mask.astype(logits.dtype)
-  total = -jnp.sum(jnp.sum(ll, axis=-1) * m)
-  return total / jnp.maximum(jnp.sum(m), 1.0)
+  return jnp.sum(_frame_nll(logits, targets) * m) / jnp.maximum(jnp.sum(m), 1.0)
+
+
+def music_nll_per_sequence(logits: jax.Array, targets: jax.Array,
+                           mask: jax.Array) -> jax.Array:
+  """Frame-level NLL of each sequence of a batch: :func:`music_nll` of every row alone.
+
+  ``nll_b = -sum_t sum_88 [y log p + (1-y) log(1-p)] / (predicted frames of sequence b)``.
+  The mean of ``nll_b`` over a split weights every piece equally, while :func:`music_nll`
+  over the split weights every frame equally (long pieces count more); Boulanger-Lewandowski
+  et al. 2012 define the per-frame NLL without saying which average a split reports, and
+  Azencot et al. 2021 (arXiv:2102.09589, Fig. 3) compare models piece by piece.
+
+  Args:
+    logits: (batch, T, 88) pre-sigmoid outputs predicting ``targets = roll[1:]``.
+    targets: (batch, T, 88) binary targets.
+    mask: (batch, T) 1 for real frames, 0 for padding.
+
+  Returns:
+    (batch,) NLL per frame of each sequence, in logits' dtype; 0 for a row without frames.
+  """
+  if logits.ndim != 3 or logits.shape[:-1] != mask.shape or logits.shape != targets.shape:
+    raise ValueError(f"music_nll_per_sequence: need logits/targets (batch, T, K) and mask "
+                     f"(batch, T); got {logits.shape}, {targets.shape}, {mask.shape}.")
+  m = mask.astype(logits.dtype)
+  return (jnp.sum(_frame_nll(logits, targets) * m, axis=-1)
+          / jnp.maximum(jnp.sum(m, axis=-1), 1.0))
 
 
 def music_nll_from_probs(probs: jax.Array, targets: jax.Array, mask: jax.Array,

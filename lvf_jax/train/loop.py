@@ -217,7 +217,7 @@ def make_eval_step(model, pipeline):
     (outputs, new_carry), _ = pipeline.forward(
         model, {"params": params, **extras}, batch, carry, deterministic=True, rngs={},
         mutable=False)
-    metrics = dict(pipeline.metrics(outputs, batch))
+    metrics = dict(pipeline.eval_metrics(outputs, batch))
     metrics["loss"] = pipeline.loss(outputs, batch)
     metrics["weight"] = pipeline.batch_weight(batch)
     return metrics, new_carry

@@ -82,6 +82,10 @@ class Pipeline:
                                    deterministic=deterministic, rngs=rngs, mutable=mutable)
     return (outputs, None), mutated
 
+  def eval_metrics(self, outputs: Array, batch) -> dict[str, Array]:
+    """Metrics of an evaluation batch (default: those of training, ``metrics``)."""
+    return self.metrics(outputs, batch)
+
   def batch_weight(self, batch) -> Array:
     """Weight of an evaluation batch in the split's average (default: its size)."""
     return jnp.asarray(batch.inputs.shape[0], jnp.float32)

@@ -347,11 +347,15 @@ class LanguageModelPipeline(_HostPipeline):
 # Next-step prediction: polyphonic music, speech frames
 
 
+_SEQ_NLL, _SEQS = "sequence_nll_sum_per_frame", "sequences_per_frame"
+
+
 class NextStepPipeline(_HostPipeline):
   """Per-step prediction of the next frame of variable-length sequences.
 
   Music (JSB, MuseData, Nottingham, Piano-midi): 88 logits per step, frame NLL
-  (:func:`lvf_jax.data.music_nll`). Speech (FSDD, TIMIT): 129 log-magnitude bins per step,
+  (:func:`lvf_jax.data.music_nll`); evaluation also reports ``nll_per_sequence``, the
+  mean of each sequence's NLL per frame. Speech (FSDD, TIMIT): 129 log-magnitude bins per step,
   masked MSE (:func:`lvf_jax.data.masked_mse`). Batches are padded (to a multiple of
   ``pad_multiple`` steps, which bounds the number of compiled shapes) and the true lengths are
   passed to the model as ``seq_lengths``.
@@ -495,8 +499,29 @@ class NextStepPipeline(_HostPipeline):
     del outputs, batch
     return {}
 
+  def eval_metrics(self, outputs: Array, batch) -> dict:
+    """Music: also the sums behind ``nll_per_sequence`` (see :meth:`summarize`), each divided
+    by the batch's frame count so that the split's frame-weighted mean of batches keeps
+    their ratio."""
+    if not self.is_music:
+      return {}
+    frames = jnp.maximum(self.batch_weight(batch), 1.0)
+    has_frames = (jnp.sum(batch["mask"], axis=-1) > 0).astype(jnp.float32)
+    nll = data_lib.music_nll_per_sequence(outputs, batch["targets"], batch["mask"])
+    return {_SEQ_NLL: jnp.sum(nll.astype(jnp.float32) * has_frames) / frames,
+            _SEQS: jnp.sum(has_frames) / frames}
+
   def batch_weight(self, batch) -> Array:
     return jnp.sum(batch["mask"].astype(jnp.float32))
+
+  def summarize(self, metrics: dict) -> dict:
+    """Music: ``nll_per_sequence``, the mean over the split's sequences of each one's NLL per
+    frame (:func:`lvf_jax.data.music_nll_per_sequence`); ``loss`` is the NLL per frame of
+    the whole split."""
+    out = {k: v for k, v in metrics.items() if k not in (_SEQ_NLL, _SEQS)}
+    if _SEQ_NLL in metrics:
+      out["nll_per_sequence"] = metrics[_SEQ_NLL] / max(metrics[_SEQS], 1e-30)
+    return out
 
 
 def _constructor(cls, name: str):

@@ -16,6 +16,7 @@ Example::
   model, variables, config = zoo.load("lvf-t4-copy-lvf")
   print(zoo.card("lvf-t4-copy-lvf")["result"])
   print(zoo.evaluate("lvf-t4-copy-lvf"))   # {'loss': ..., 'accuracy': ...}
+  model, variables, config = zoo.load_run("/tmp/my_run")  # a training workdir's best step
 
 Real-data models read their data from ``$LVF_JAX_DATA_DIR`` like every pipeline.
 """
@@ -71,6 +72,13 @@ def _variables(path: str) -> dict:
     return flax.serialization.msgpack_restore(f.read())
 
 
+def _load_files(config_path: str, variables_path: str):
+  from lvf_jax.train import builders  # pylint: disable=g-import-not-at-top
+  c = _read_config(config_path)
+  model = builders.build_pipeline(c).build_model(c)
+  return model, _variables(variables_path), c
+
+
 def load(name: str):
   """``(model, variables, config)`` of a released model.
 
@@ -78,12 +86,24 @@ def load(name: str):
   features)``; task-specific extras such as sequence lengths as in
   :mod:`lvf_jax.train.pipelines`).
   """
-  from lvf_jax.train import builders  # pylint: disable=g-import-not-at-top
-  c = config(name)
-  pipeline = builders.build_pipeline(c)
-  model = pipeline.build_model(c)
-  variables = _variables(os.path.join(_dir(name), VARIABLES))
-  return model, variables, c
+  return _load_files(os.path.join(_dir(name), CONFIG), os.path.join(_dir(name), VARIABLES))
+
+
+def _run_files(run_dir: str, where: str) -> tuple[str, str]:
+  from lvf_jax.train import loop  # pylint: disable=g-import-not-at-top
+  paths = (os.path.join(run_dir, CONFIG), os.path.join(run_dir, loop.BEST_VARIABLES))
+  missing = [os.path.basename(p) for p in paths if not os.path.exists(p)]
+  if missing:
+    raise ValueError(f"lvf_jax.zoo.{where}: argument 'run_dir' must be a training workdir "
+                     f"after its first evaluation (config.json and {loop.BEST_VARIABLES}); "
+                     f"{run_dir!r} has no {' or '.join(missing)}.")
+  return paths
+
+
+def load_run(run_dir: str):
+  """``(model, variables, config)`` of a training workdir's best validation step (its
+  ``config.json`` and ``best_variables.msgpack``, as :func:`load` gives a released model)."""
+  return _load_files(*_run_files(run_dir, "load_run"))
 
 
 def _set_fields(c: ml_collections.ConfigDict, overrides: dict) -> None:
@@ -118,6 +138,14 @@ def evaluate(name: str, *, data_overrides: Optional[dict] = None) -> dict[str, f
   c = config(name)
   _set_fields(c, {**info["overrides"], **(data_overrides or {})})
   return _evaluate_config(c, _variables(os.path.join(_dir(name), VARIABLES)), info["split"])
+
+
+def evaluate_run(run_dir: str, split: str = "test") -> dict[str, float]:
+  """The metrics of a training workdir's best validation variables on a whole ``split``
+  ('validation' or 'test'), measured by the training loop's evaluation with the current
+  code (e.g. to add a metric a finished run did not log)."""
+  config_path, variables_path = _run_files(run_dir, "evaluate_run")
+  return _evaluate_config(_read_config(config_path), _variables(variables_path), split)
 
 
 def _card_markdown(info: dict) -> str:
