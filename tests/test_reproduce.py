@@ -386,6 +386,8 @@ def test_reevaluate_adds_a_missing_metric_and_keeps_the_recorded_figures(tmp_pat
   line = next(l for l in (out / "lvf-t3.md").read_text().splitlines()
               if "| test_nll_per_sequence |" in l)
   assert harness.summarize([measured["nll_per_sequence"]], "test_nll_per_sequence") in line
+  assert f"{fresh['commit']} (re-evaluated at {again['reevaluated']['commit']})" in (
+      out / "lvf-t3.md").read_text()
   # a recorded loss the current code does not reproduce is left alone
   summary = json.loads((run_dir / "summary.json").read_text())
   summary["test_at_best_validation"] = {"loss": 2.0 * measured["loss"]}

@@ -491,7 +491,9 @@ def table_markdown(table: Table, workdir: str, figure: Optional[str] = None) -> 
           _steps(row, results) if first else "", wall if first else "",
           note if first else ""]) + " |")
     for r in results:
-      runs.append(f"| {row.id} | {r['seed']} | `{r['command']}` | {r['commit']} | "
+      commit = r["commit"] + (f" (re-evaluated at {r['reevaluated']['commit']})"
+                              if r.get("reevaluated") else "")
+      runs.append(f"| {row.id} | {r['seed']} | `{r['command']}` | {commit} | "
                   f"{r['machine']} | {r['date']} |")
   if figure:
     lines += ["", f"![validation curves]({os.path.basename(figure)})"]
