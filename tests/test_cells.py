@@ -89,6 +89,30 @@ def test_lvf_divergence_free_midpoint_is_orthogonal_cayley():
   np.testing.assert_allclose(k, cay.T, atol=1e-5)
 
 
+def test_lvf_fixes_constants_and_centred_input_init_keeps_the_mean_state_at_zero():
+  """``D_V 1 = 0`` (eq. 15), so ``C_V 1 = 1``: a linear recurrence adds the inputs' mean
+  drive at every step (NumPy loop), unless ``U`` starts centred over the hidden units."""
+  n, m, steps = 16, 3, 50
+  x = np.ones(m)  # a constant input, as the copy task's blank
+  for centred in (False, True):
+    cell = cells.LVFRNNCell(n, integrator="midpoint", tau=2.0, divergence_free=True,
+                            center_input_init=centred)
+    variables = cell.init(jax.random.key(1), jnp.zeros((1, n)), jnp.zeros((1, m)))
+    u_kernel = _np(variables["params"]["input"]["kernel"])  # row form (m, n)
+    c = _np(kernel_of(cell, variables)["kernel"]).T  # column form C_V
+    np.testing.assert_allclose(c @ np.ones(n), np.ones(n), atol=1e-5)
+    h = np.zeros(n)
+    for _ in range(steps):
+      h = c @ h + x @ u_kernel
+    mean_drive = (x @ u_kernel).mean()
+    np.testing.assert_allclose(h.mean(), steps * mean_drive, rtol=1e-4, atol=1e-4)
+    if centred:
+      np.testing.assert_allclose(u_kernel.mean(axis=1), 0.0, atol=1e-6)
+      assert abs(h.mean()) < 1e-4
+    else:
+      assert abs(mean_drive) > 1e-3
+
+
 def test_lvf_euler_tends_to_identity():
   cell = cells.LVFRNNCell(N, integrator="euler", tau=1.0)
   variables, _, _, _ = init_apply(cell)

@@ -123,3 +123,14 @@ def test_modrelu_real_and_complex():
   np.testing.assert_allclose(g.modrelu(jnp.asarray(zc), jnp.asarray(b)), want_c, atol=1e-6)
   grad = jax.grad(lambda x: jnp.sum(g.modrelu(x, jnp.float32(0.1))))(jnp.asarray(z))
   assert np.all(np.isfinite(np.asarray(grad)))
+
+
+def test_centered_over_units_removes_each_rows_mean():
+  base = nn.initializers.lecun_normal()
+  w = g.centered_over_units(base)(KEY, (3, 16))
+  ref = np.asarray(base(KEY, (3, 16)), np.float64)
+  np.testing.assert_allclose(w, ref - ref.mean(axis=1, keepdims=True), atol=1e-6)
+  np.testing.assert_allclose(np.asarray(w).sum(axis=1), 0.0, atol=1e-5)
+  assert g.centered_over_units(base)(KEY, (2, 4), jnp.bfloat16).dtype == jnp.bfloat16
+  with pytest.raises(ValueError, match="centered_over_units.*at least one axis"):
+    g.centered_over_units(base)(KEY, ())

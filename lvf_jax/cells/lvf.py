@@ -50,6 +50,12 @@ class LVFRNNCell(base.KernelCell):
     vector_field_init: initialiser of ``V`` (default Alg. 2, doubly stochastic).
     kernel_init: initialiser of the input kernel ``U`` (row form ``(m, n)``).
     bias_init: initialiser of ``b`` (default: ``U(+-0.01)`` for modReLU, zeros for tanh).
+    center_input_init: start ``U`` with every input's mean over the hidden units removed
+      (:func:`lvf_jax.geometry.centered_over_units`). ``D_V`` annihilates constants (eq. 15),
+      so ``C_V 1 = 1`` and the state's mean adds up the mean of ``U x_t`` at every step
+      without decay; for long sequences with a constant input (the blank of the copy task,
+      the values of the adding task) it otherwise grows linearly in ``T``. An
+      initialisation choice (the paper does not give one for ``U``); the model is unchanged.
   """
 
   integrator: str = "euler"
@@ -60,6 +66,7 @@ class LVFRNNCell(base.KernelCell):
   vector_field_init: Optional[base.Initializer] = None
   kernel_init: base.Initializer = nn.initializers.lecun_normal()
   bias_init: Optional[base.Initializer] = None
+  center_input_init: bool = False
 
   def setup(self):
     name = type(self).__name__
@@ -72,7 +79,9 @@ class LVFRNNCell(base.KernelCell):
     self.vector_field = self.param("vector_field", v_init, (n, n), self.param_dtype)
     self.bias = self.param("bias", self.bias_init or base.activation_bias_init(self.activation),
                            (n,), self.param_dtype)
-    self.input = base.InputProjection(n, use_bias=False, kernel_init=self.kernel_init,
+    kernel_init = (geometry.centered_over_units(self.kernel_init) if self.center_input_init
+                   else self.kernel_init)
+    self.input = base.InputProjection(n, use_bias=False, kernel_init=kernel_init,
                                       param_dtype=self.param_dtype, owner=name)
 
   def field(self) -> Array:

@@ -210,6 +210,31 @@ def doubly_stochastic(tol: float = 1e-8, max_iter: int = 1000) -> Initializer:
   return init
 
 
+def centered_over_units(init: Initializer) -> Initializer:
+  """``init`` with each draw's mean over its last axis removed.
+
+  For a row-form input kernel ``(m, n)`` (``x @ U``) the last axis runs over the ``n`` hidden
+  units, so no input feature then drives the constant direction ``1``: ``U^T 1 = 0`` in the
+  column form ``u = U x``. The lvfRNN's ``D_V`` annihilates constant vectors (Azencot et
+  al. 2021, arXiv:2102.09589, eq. 15), so ``C_V 1 = 1`` for every field and integrator and
+  the state's component along ``1`` adds up the inputs' mean drive without decay: under a
+  constant input it grows linearly in the sequence length.
+
+  Args:
+    init: the initialiser to centre (Flax signature ``init(key, shape, dtype)``).
+  """
+
+  def centered(key, shape, dtype=jnp.float32):
+    shape = _checks.check_init_shape("centered_over_units", shape, square=False)
+    if not shape:
+      raise ValueError("centered_over_units: argument 'shape' must have at least one axis; "
+                       "got ().")
+    w = init(key, shape, dtype)
+    return w - jnp.mean(w, axis=-1, keepdims=True)
+
+  return centered
+
+
 def uniform_angle() -> Initializer:
   """nnRNN rotation angles ``theta ~ U(0, 2 pi)``."""
 
