@@ -48,14 +48,15 @@ def test_cell_options_are_the_constructors_scalar_fields_with_their_defaults(nam
 
 def test_make_cell_lists_the_options_of_the_cell_on_an_unknown_one():
   with pytest.raises(ValueError, match=r"cell 'lvf' takes no option\(s\) \['rho'\]; its "
-                                       r"options are \['activation', 'div_penalty'"):
+                                       r"options are \['activation', 'center_input_init', 'div_penalty'"):
     cells.make_cell("lvf", 4, rho=3)
 
 
 def test_config_of_another_model_names_the_foreign_options():
   c = config_lib.make_config("copy", {"T": 5}, "lvf", 8)
   c.model.name = "gru"
-  with pytest.raises(ValueError, match=r"'model.cell' sets \['activation', 'div_penalty'.*"
+  with pytest.raises(ValueError, match=r"'model.cell' sets \['activation', 'center_input_init', "
+                                       r"'div_penalty'.*"
                                        r"cell 'gru' \(model.name\) does not take"):
     train.validate_config(c)
 
