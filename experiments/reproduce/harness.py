@@ -16,6 +16,7 @@ import os
 import platform
 import shlex
 import subprocess
+import textwrap
 import time
 from typing import Iterable, Optional
 
@@ -530,7 +531,7 @@ def plot_table(table: Table, workdir: str, path: str) -> Optional[str]:
     ax.set_yscale("log")
   ax.set_xlabel("optimiser step")
   ax.set_ylabel("loss")
-  ax.set_title(f"{table.citation}, Table {table.number}", fontsize=9)
+  ax.set_title(textwrap.fill(f"{table.citation}, Table {table.number}", 85), fontsize=9)
   ax.legend(fontsize=7)
   fig.tight_layout()
   fig.savefig(path, dpi=100)
