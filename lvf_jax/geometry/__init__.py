@@ -79,8 +79,7 @@ from lvf_jax.geometry.unitary import (
 __all__ = [
     "EXPM_METHODS", "INTEGRATORS", "NEUMANN_ORDERS", "NeumannStep", "antisymmetric_diffusion",
     "antisymmetrize", "cayley", "cayley_init", "cayley_inverse", "centered_over_units",
-    "complex_dtype", "complex_from_pair", "complex_to_real_kernel", "directional_derivative",
-    "div",
+    "complex_dtype", "complex_from_pair", "complex_to_real_kernel", "directional_derivative", "div",
     "divergence", "doubly_stochastic", "euler", "eunn_fft_matrix", "eunn_layer", "eunn_matrix",
     "expm", "expm_taylor", "exponential", "fft_pairs", "flux", "get_integrator", "givens_pairs",
     "grad", "haar_orthogonal", "haar_skew", "haar_unitary", "henaff", "inverse_scaled_cayley",

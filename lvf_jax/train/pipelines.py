@@ -508,7 +508,7 @@ class NextStepPipeline(_HostPipeline):
     frames = jnp.maximum(self.batch_weight(batch), 1.0)
     has_frames = (jnp.sum(batch["mask"], axis=-1) > 0).astype(jnp.float32)
     nll = data_lib.music_nll_per_sequence(outputs, batch["targets"], batch["mask"])
-    return {_SEQ_NLL: jnp.sum(nll.astype(jnp.float32) * has_frames) / frames,
+    return {_SEQ_NLL: jnp.sum(nll.astype(jnp.float32)) / frames,  # 0 for padded rows
             _SEQS: jnp.sum(has_frames) / frames}
 
   def batch_weight(self, batch) -> Array:

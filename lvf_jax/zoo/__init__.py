@@ -16,7 +16,7 @@ Example::
   model, variables, config = zoo.load("lvf-t4-copy-lvf")
   print(zoo.card("lvf-t4-copy-lvf")["result"])
   print(zoo.evaluate("lvf-t4-copy-lvf"))   # {'loss': ..., 'accuracy': ...}
-  model, variables, config = zoo.load_run("/tmp/my_run")  # a training workdir's best step
+  model, variables, config = zoo.load_run("runs/my_run")  # a training workdir's best step
 
 Real-data models read their data from ``$LVF_JAX_DATA_DIR`` like every pipeline.
 """
