@@ -9,6 +9,8 @@ statistics are NumPy's; every released model re-evaluates to the figure on its c
 import json
 import math
 import os
+import subprocess
+import sys
 
 import matplotlib.image
 import numpy as np
@@ -396,6 +398,21 @@ def test_reevaluate_adds_a_missing_metric_and_keeps_the_recorded_figures(tmp_pat
   assert harness.reevaluate_row(rows.get("lvf-t3"), rows.get("lvf-t3").row("jsb-rnn"),
                                 str(work), log=logs.append) == []
   assert "differs from the recorded" in logs[0]
+  assert not (run_dir / harness.LOCK).exists()
+  # a live holder of the run's lock is left alone; a lock left by a dead process is not
+  (run_dir / harness.LOCK).write_text(str(os.getppid()))
+  logs = []
+  assert harness.reevaluate_row(rows.get("lvf-t3"), rows.get("lvf-t3").row("jsb-rnn"),
+                                str(work), log=logs.append) == []
+  assert f"being run by process {os.getppid()}" in logs[0]
+  dead = subprocess.Popen([sys.executable, "-c", "pass"])
+  dead.wait()
+  (run_dir / harness.LOCK).write_text(str(dead.pid))
+  logs = []
+  harness.reevaluate_row(rows.get("lvf-t3"), rows.get("lvf-t3").row("jsb-rnn"), str(work),
+                         log=logs.append)
+  assert "differs from the recorded" in logs[0]
+  assert not (run_dir / harness.LOCK).exists()
 
 
 def test_load_run_names_the_missing_file(tmp_path):

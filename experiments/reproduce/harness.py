@@ -295,30 +295,45 @@ def reevaluate_row(table: Table, row: Row, workdir: str, log=print) -> list[dict
   for result in results_of_row(table, row, workdir):
     run_dir = os.path.join(workdir, table.id, row.id, f"seed{result['seed']}")
     where = f"reproduce: {table.id}/{row.id} seed {result['seed']}"
-    lock = os.path.join(run_dir, LOCK)
-    if row.analytic or result.get("diverged_at") or os.path.exists(lock):
-      log(f"{where}: not re-evaluated (analytic, diverged or being run)")
+    if row.analytic or result.get("diverged_at"):
+      log(f"{where}: not re-evaluated (analytic or diverged)")
       continue
-    with open(os.path.join(run_dir, "summary.json")) as f:
-      summary = json.load(f)
-    test = summary.get("test_at_best_validation") or {}
-    metrics = zoo.evaluate_run(run_dir, "test")
-    if not math.isclose(metrics["loss"], test.get("loss", math.nan), rel_tol=1e-4):
-      log(f"{where}: re-measured test loss {metrics['loss']:.6g} differs from the recorded "
-          f"{test.get('loss')}: not updated")
+    holder = _lock(run_dir)
+    if holder is not None:
+      log(f"{where}: being run by process {holder}, not re-evaluated")
       continue
-    added = sorted(set(metrics) - set(test))
-    stamp = {"commit": started_at_commit(), "keys": added,
-             "date": datetime.datetime.now(datetime.timezone.utc).strftime(
-                 "%Y-%m-%d %H:%M UTC")}
-    summary["test_at_best_validation"] = {**test, **{k: metrics[k] for k in added}}
-    summary["reevaluated"] = stamp
-    _write_json(os.path.join(run_dir, "summary.json"), summary)
-    result = {**result, "metrics": metrics_of_run(run_dir), "reevaluated": stamp}
-    write_result(run_dir, result)
-    log(f"{where}: added {added or 'nothing'}")
-    updated.append(result)
+    try:
+      updated_result = _reevaluate_seed(run_dir, result, where, zoo.evaluate_run, log)
+    finally:
+      os.remove(os.path.join(run_dir, LOCK))
+    if updated_result is not None:
+      updated.append(updated_result)
   return updated
+
+
+def _reevaluate_seed(run_dir: str, result: dict, where: str, evaluate_run,
+                     log) -> Optional[dict]:
+  """:func:`reevaluate_row` for one seed whose lock this process holds; ``None`` when the
+  re-measured test loss differs from the recorded one."""
+  with open(os.path.join(run_dir, "summary.json")) as f:
+    summary = json.load(f)
+  test = summary.get("test_at_best_validation") or {}
+  metrics = evaluate_run(run_dir, "test")
+  if not math.isclose(metrics["loss"], test.get("loss", math.nan), rel_tol=1e-4):
+    log(f"{where}: re-measured test loss {metrics['loss']:.6g} differs from the recorded "
+        f"{test.get('loss')}: not updated")
+    return None
+  added = sorted(set(metrics) - set(test))
+  stamp = {"commit": started_at_commit(), "keys": added,
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime(
+               "%Y-%m-%d %H:%M UTC")}
+  summary["test_at_best_validation"] = {**test, **{k: metrics[k] for k in added}}
+  summary["reevaluated"] = stamp
+  _write_json(os.path.join(run_dir, "summary.json"), summary)
+  result = {**result, "metrics": metrics_of_run(run_dir), "reevaluated": stamp}
+  write_result(run_dir, result)
+  log(f"{where}: added {added or 'nothing'}")
+  return result
 
 
 LOCK = "running.pid"

@@ -14,11 +14,21 @@ def _check_same_shape(fn, **arrays):
     raise ValueError(f"{fn}: arguments must share one shape; got {shapes}.")
 
 
+def _bernoulli_nll(log_p: jax.Array, log_not_p: jax.Array, targets: jax.Array) -> jax.Array:
+  """``-sum_88 [y log p + (1-y) log(1-p)]`` of every frame from ``log p`` and ``log(1-p)``."""
+  y = targets.astype(log_p.dtype)
+  return -jnp.sum(y * log_p + (1.0 - y) * log_not_p, axis=-1)
+
+
 def _frame_nll(logits: jax.Array, targets: jax.Array) -> jax.Array:
-  """``-sum_88 [y log p + (1-y) log(1-p)]`` of every frame, ``p = sigmoid(logits)``."""
-  y = targets.astype(logits.dtype)
-  ll = y * jax.nn.log_sigmoid(logits) + (1.0 - y) * jax.nn.log_sigmoid(-logits)
-  return -jnp.sum(ll, axis=-1)
+  """:func:`_bernoulli_nll` with ``p = sigmoid(logits)``, computed stably from logits."""
+  return _bernoulli_nll(jax.nn.log_sigmoid(logits), jax.nn.log_sigmoid(-logits), targets)
+
+
+def _mean_over_frames(frame_nll: jax.Array, mask: jax.Array) -> jax.Array:
+  """Mean of ``frame_nll`` over the frames with ``mask == 1`` (0 when there are none)."""
+  m = mask.astype(frame_nll.dtype)
+  return jnp.sum(frame_nll * m) / jnp.maximum(jnp.sum(m), 1.0)
 
 
 def music_nll(logits: jax.Array, targets: jax.Array, mask: jax.Array) -> jax.Array:
@@ -40,8 +50,7 @@ def music_nll(logits: jax.Array, targets: jax.Array, mask: jax.Array) -> jax.Arr
   if logits.shape[:-1] != mask.shape or logits.shape != targets.shape:
     raise ValueError(f"music_nll: need logits/targets (..., T, K) and mask (..., T); got "
                      f"{logits.shape}, {targets.shape}, {mask.shape}.")
-  m = mask.astype(logits.dtype)
-  return jnp.sum(_frame_nll(logits, targets) * m) / jnp.maximum(jnp.sum(m), 1.0)
+  return _mean_over_frames(_frame_nll(logits, targets), mask)
 
 
 def music_nll_per_sequence(logits: jax.Array, targets: jax.Array,
@@ -77,10 +86,7 @@ def music_nll_from_probs(probs: jax.Array, targets: jax.Array, mask: jax.Array,
     raise ValueError(f"music_nll_from_probs: need probs/targets (..., T, K) and mask (..., T);"
                      f" got {probs.shape}, {targets.shape}, {mask.shape}.")
   p = jnp.clip(probs, eps, 1.0 - eps)
-  y = targets.astype(probs.dtype)
-  ll = y * jnp.log(p) + (1.0 - y) * jnp.log(1.0 - p)
-  m = mask.astype(probs.dtype)
-  return -jnp.sum(jnp.sum(ll, axis=-1) * m) / jnp.maximum(jnp.sum(m), 1.0)
+  return _mean_over_frames(_bernoulli_nll(jnp.log(p), jnp.log1p(-p), targets), mask)
 
 
 def masked_mse(pred: jax.Array, target: jax.Array, mask: jax.Array,
