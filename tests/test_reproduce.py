@@ -46,6 +46,16 @@ def test_every_paper_has_tables_and_every_row_is_complete():
       assert all(math.isfinite(v) for v in r.paper.values()), (t.id, r.id)
 
 
+def test_synthetic_rows_take_the_table_model_and_column_notes():
+  from experiments.reproduce.tables import ncgru  # pylint: disable=g-import-not-at-top
+  models = (("m", "M", "m", {}, 8, (1.0, 2.0)),)
+  a, b = ncgru._synthetic(  # pylint: disable=protected-access
+      "adding", "adding.py", "val_loss", -5, (200, 400), models, steps=10, seeds=1,
+      notes={"*": "all rows", "m": "this model", "m-t400": "this column"})
+  assert a.note == "All rows; this model." and b.note == "All rows; this model; this column."
+  assert (a.paper, b.paper) == ({"val_loss": 1e-5}, {"val_loss": 2e-5})
+
+
 def test_row_rejects_unknown_metric_and_missing_config():
   with pytest.raises(ValueError, match="unknown metric"):
     rows.Row(id="x", task="t", model="m", paper={"bleu": 1.0}, config="copy.py:lvf")
