@@ -9,6 +9,7 @@ again only runs what is missing. :func:`write_table` turns the results into
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import math
@@ -18,7 +19,7 @@ import shlex
 import subprocess
 import textwrap
 import time
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 import numpy as np
 
@@ -239,20 +240,19 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
     log(f"reproduce: {table.id}/{row.id} seed {seed}: done ({done['steps']} steps), skipped")
     return done
   os.makedirs(run_dir, exist_ok=True)
-  holder = _lock(run_dir)
-  if holder is not None:
-    log(f"reproduce: {table.id}/{row.id} seed {seed}: being run by process {holder}, skipped")
-    return {}
-  log(f"reproduce: {table.id}/{row.id} seed {seed}: {c.train.steps} steps in {run_dir}")
-  t0 = time.time()
-  try:
-    summary = train.train_and_evaluate(c, run_dir)
-  except train.NonFiniteLossError as e:
-    log(f"reproduce: {table.id}/{row.id} seed {seed}: {e}")
-    summary = {"steps": int(c.train.steps), "parameters": None, "best_validation_step": None,
-               "baseline_loss": None, "diverged_at": e.step}
-  finally:
-    os.remove(os.path.join(run_dir, LOCK))
+  with _run_lock(run_dir) as holder:
+    if holder is not None:
+      log(f"reproduce: {table.id}/{row.id} seed {seed}: being run by process {holder}, "
+          "skipped")
+      return {}
+    log(f"reproduce: {table.id}/{row.id} seed {seed}: {c.train.steps} steps in {run_dir}")
+    t0 = time.time()
+    try:
+      summary = train.train_and_evaluate(c, run_dir)
+    except train.NonFiniteLossError as e:
+      log(f"reproduce: {table.id}/{row.id} seed {seed}: {e}")
+      summary = {"steps": int(c.train.steps), "parameters": None,
+                 "best_validation_step": None, "baseline_loss": None, "diverged_at": e.step}
   elapsed = time.time() - t0
   previous = 0.0 if done is None else float(done.get("wall_seconds", 0.0))
   diverged = summary.get("diverged_at")
@@ -290,7 +290,6 @@ def reevaluate_row(table: Table, row: Row, workdir: str, log=print) -> list[dict
   ``result.json``, both with ``reevaluated`` (commit, date, keys). Returns the updated
   results.
   """
-  from lvf_jax import zoo  # pylint: disable=g-import-not-at-top
   updated = []
   for result in results_of_row(table, row, workdir):
     run_dir = os.path.join(workdir, table.id, row.id, f"seed{result['seed']}")
@@ -298,27 +297,24 @@ def reevaluate_row(table: Table, row: Row, workdir: str, log=print) -> list[dict
     if row.analytic or result.get("diverged_at"):
       log(f"{where}: not re-evaluated (analytic or diverged)")
       continue
-    holder = _lock(run_dir)
-    if holder is not None:
-      log(f"{where}: being run by process {holder}, not re-evaluated")
-      continue
-    try:
-      updated_result = _reevaluate_seed(run_dir, result, where, zoo.evaluate_run, log)
-    finally:
-      os.remove(os.path.join(run_dir, LOCK))
+    with _run_lock(run_dir) as holder:
+      if holder is not None:
+        log(f"{where}: being run by process {holder}, not re-evaluated")
+        continue
+      updated_result = _reevaluate_seed(run_dir, result, where, log)
     if updated_result is not None:
       updated.append(updated_result)
   return updated
 
 
-def _reevaluate_seed(run_dir: str, result: dict, where: str, evaluate_run,
-                     log) -> Optional[dict]:
+def _reevaluate_seed(run_dir: str, result: dict, where: str, log) -> Optional[dict]:
   """:func:`reevaluate_row` for one seed whose lock this process holds; ``None`` when the
   re-measured test loss differs from the recorded one."""
+  from lvf_jax import zoo  # pylint: disable=g-import-not-at-top
   with open(os.path.join(run_dir, "summary.json")) as f:
     summary = json.load(f)
   test = summary.get("test_at_best_validation") or {}
-  metrics = evaluate_run(run_dir, "test")
+  metrics = zoo.evaluate_run(run_dir, "test")
   if not math.isclose(metrics["loss"], test.get("loss", math.nan), rel_tol=1e-4):
     log(f"{where}: re-measured test loss {metrics['loss']:.6g} differs from the recorded "
         f"{test.get('loss')}: not updated")
@@ -370,6 +366,18 @@ def _lock(run_dir: str) -> Optional[int]:
       f.write(str(os.getpid()))
     return None
   return None
+
+
+@contextlib.contextmanager
+def _run_lock(run_dir: str) -> Iterator[Optional[int]]:
+  """:func:`_lock` for the body of the ``with``: yields the live holder's pid (nothing
+  taken) or None (taken here, and released when the body ends, however it ends)."""
+  holder = _lock(run_dir)
+  try:
+    yield holder
+  finally:
+    if holder is None:
+      os.remove(os.path.join(run_dir, LOCK))
 
 
 def read_result(run_dir: str) -> Optional[dict]:
