@@ -37,6 +37,17 @@ def test_a_tiny_run_lands_on_the_page(tmp_path, monkeypatch):
   assert f"| {result['gradient_reach']:.3g} |" in text
   assert "| adding | 12 | lvf | 4 | 4 |" in text and "`python -m experiments.long_memory" in text
   assert "| copy | 2000 | exprnn |" in text and "not run yet" in text
+  probe = result["memory_probe"]  # what h_T holds: a capacity between 0 and n
+  assert probe["n"] == 128 and 0.0 <= probe["capacity"] <= probe["n"] + 1e-3
+  assert set(probe["lags"]) == {"1", "10"} and -1.0 < probe["target_r2"] <= 1.0
+  assert f"| {probe['capacity']:.1f} of n = 128; target R^2" in text
+  # --probe re-measures a finished run without training it
+  (work / run.id / "result.json").write_text(json.dumps({**result, "memory_probe": None}))
+  assert long_memory.main(["--runs", run.id, "--probe", "--workdir", str(work), "--out",
+                           str(page)]) == 0
+  again = json.loads((work / run.id / "result.json").read_text())
+  assert again["memory_probe"] == probe and again["steps"] == 4
+  assert f"| {probe['capacity']:.1f} of n = 128" in page.read_text()
 
 
 def test_a_diverging_run_is_recorded_with_its_step(tmp_path, monkeypatch):
