@@ -152,7 +152,10 @@ TWO_PROCESS_RUNS = {
 
 
 @pytest.mark.parametrize("run", [
-    "copy", pytest.param("mnist", marks=pytest.mark.skipif(
+    # the synthetic task's data parallelism is checked in one process above: two processes
+    # of it run with -m slow; the default suite keeps the dataset's per-process rows
+    pytest.param("copy", marks=pytest.mark.slow),
+    pytest.param("mnist", marks=pytest.mark.skipif(
         not (paths.raw_data_dir() / "mnist").is_dir(), reason="no MNIST in the data dir"))])
 def test_two_processes_of_two_devices_equal_one_process_of_four(tmp_path, run):
   """jax.distributed on 127.0.0.1 with CPU collectives: the same command in two processes
