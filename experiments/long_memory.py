@@ -1,5 +1,7 @@
 """Memory tasks beyond the papers' lengths: copy at T = 1000 / 2000, adding at T = 1000 /
-5000 / 10,000, for the lvfRNN, expRNN and an LSTM.
+5000 / 10,000, for the lvfRNN, expRNN and an LSTM, and for adding also NC-GRU (Mucllari et al.
+2022, arXiv:2208.06496: a GRU whose recurrent matrix is orthogonal), a gate that decides what
+is written beside an orthogonal memory.
 
 ::
 
@@ -85,7 +87,7 @@ def _runs() -> list[Run]:
       out.append(Run("copy", t, model, batch=16, steps=20000, eval_every=250,
                      overrides=COPY_LVF if model == "lvf" else ()))
   for t, batch in ((1000, 50), (5000, 20), (10000, 10)):
-    for model in ("lvf", "exprnn", "lstm"):
+    for model in ("lvf", "exprnn", "lstm", "ncgru"):
       out.append(Run("adding", t, model, batch=batch, steps=10000, eval_every=100,
                      overrides=ADDING_LVF if model == "lvf" else ()))
   return out

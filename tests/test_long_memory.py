@@ -9,7 +9,7 @@ from experiments import long_memory
 from lvf_jax import train
 
 
-@pytest.mark.parametrize("run_id", ["copy-t2000-lvf", "adding-t10000-lstm"])
+@pytest.mark.parametrize("run_id", ["copy-t2000-lvf", "adding-t10000-lstm", "adding-t1000-ncgru"])
 def test_run_configs_validate(run_id):
   run = long_memory.RUNS[run_id]
   c = long_memory.run_config(run)
