@@ -162,6 +162,19 @@ NOTES = {
         "expRNN and the lvfRNN write every input. The LSTM is gated too but its gradient "
         "does not reach the markers (dh_T/dh_1 = 0 in float32, here 0.12: the orthogonal "
         "recurrent matrix keeps it)"),
+    "adding-t5000-ncgru": (
+        "the same preset at batch 20: the validation loss stays at the no-memory level "
+        "(0.17-0.18) for 5,400 steps, drops within 300 (0.069 at 5,500, 0.0032 at 5,700) "
+        "and first reaches the target at step 6,300 (LEM's reference: about 3,100 steps at "
+        "128 units); best 2.5e-4 at step 7,900, where the budget was stopped (two "
+        "time-limited parts on one core, the second beside the test suite). At that step "
+        "dh_T/dh_1 = 0.09 and the last state holds the target (R^2 1.00) and of the value "
+        "inputs only the latest (0.99 at k = 1, 0.05 at 10)"),
+    "copy-t2000-exprnn": (
+        "`copy.py:exprnn` (n 128, Henaff initialisation, RMSprop 1e-3, lr_orth 1e-4) at "
+        "batch 16 reaches the target at step 2,000 (validation 0.005 at 1,000) and 3.0e-4 "
+        "at 7,750 (stopped by `--time-limit 1200` at 7,900 of 20,000, one core), with "
+        "spikes on the way (0.013 at step 2,500) as at T = 200; dh_T/dh_1 = 0.37"),
 }
 
 
