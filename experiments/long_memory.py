@@ -166,8 +166,8 @@ NOTES = {
         "the same preset at batch 20: the validation loss stays at the no-memory level "
         "(0.17-0.18) for 5,400 steps, drops within 300 (0.069 at 5,500, 0.0032 at 5,700) "
         "and first reaches the target at step 6,300 (LEM's reference: about 3,100 steps at "
-        "128 units); best 2.5e-4 at step 7,900, where the budget was stopped (two "
-        "time-limited parts on one core, the second beside the test suite). At that step "
+        "128 units); best 2.5e-4 at step 7,900, where the time limit stopped it (two "
+        "parts, 51 min on one core, the second beside the test suite). At that step "
         "dh_T/dh_1 = 0.09 and the last state holds the target (R^2 1.00) and of the value "
         "inputs only the latest (0.99 at k = 1, 0.05 at 10)"),
     "copy-t2000-exprnn": (
