@@ -284,10 +284,13 @@ def memory_probe(run_dir: str, batch: int = 4096, chunk: int = 256) -> Optional[
     return None
   import jax  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from lvf_jax import diagnostics  # pylint: disable=g-import-not-at-top
+  from lvf_jax import diagnostics, layers  # pylint: disable=g-import-not-at-top
   cell, params, _, task = layer
   split = task.fixed_split("test", batch)
-  last = jax.jit(lambda x: diagnostics.perturbed_states(cell, params, x)[..., -1, :])
+  scan = layers.Recurrent(cell, fused=True, return_sequences=False)  # the final carry only
+  # the state is the carry itself or its last entry (the LSTM's (c, h))
+  last = jax.jit(lambda x: jax.tree_util.tree_leaves(scan.apply({"params": {"cell": params}},
+                                                                x))[-1])
   x = np.asarray(split.inputs)
   h = np.concatenate([np.asarray(last(x[i:i + chunk])) for i in range(0, len(x), chunk)])
   m = np.asarray(diagnostics.linear_memory_curve(h, x[..., 0]))

@@ -37,12 +37,10 @@ def _with_state(carry: Any, h: Array) -> Any:
   return h
 
 
-def perturbed_states(cell: Any, params: Any, x: Array, e: Optional[Array] = None,
+def perturbed_states(cell: Any, params: Any, x: Array, e: Array,
                      initial_carry: Optional[Any] = None) -> Array:
   """Hidden states ``h_t`` (batch, time, n) of ``cell`` on ``x`` with ``e[:, t]`` added to the
-  state after step ``t`` (``e = None`` or 0: the cell's own states)."""
-  if e is None:
-    e = _zeros(cell, params, x)
+  state after step ``t`` (``e = 0``: the cell's own states)."""
   prep, u = _prepared(cell, params, x)
   if initial_carry is None:
     initial_carry = cell.initialize_carry(jax.random.key(0), x.shape[:-2] + x.shape[-1:])
