@@ -48,6 +48,21 @@ def test_a_tiny_run_lands_on_the_page(tmp_path, monkeypatch):
   again = json.loads((work / run.id / "result.json").read_text())
   assert again["memory_probe"] == probe and again["steps"] == 4
   assert f"| {probe['capacity']:.1f} of n = 128" in page.read_text()
+  # the results are archived beside the page: written again without the runs, it is the same
+  before = page.read_text()
+  assert (tmp_path / "results" / "long_memory.json").exists()
+  long_memory.report(str(tmp_path / "none"), str(page))
+  assert page.read_text() == before
+
+
+def test_a_run_known_only_as_printed_stays_on_the_page(tmp_path):
+  from experiments.reproduce import archive  # pylint: disable=g-import-not-at-top
+  line = "| copy | 2000 | exprnn | 16 | 20000 | 2e-06 | 1250 | as printed |"
+  archive.save(archive.path_for(str(tmp_path), "long_memory"),
+               {"runs": {"copy-t2000-exprnn": {"page": {"line": line}}}})
+  text = open(long_memory.report(str(tmp_path / "none"), str(tmp_path / "page.md"))).read()
+  assert line in text.splitlines() and "`copy-t2000-exprnn`:" in text  # with its note
+  assert "| copy | 1000 | lstm | 16 | 20000 | not run yet" in text
 
 
 def test_a_diverging_run_is_recorded_with_its_step(tmp_path, monkeypatch):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from experiments.reproduce import __main__ as cli
-from experiments.reproduce import harness, rows
+from experiments.reproduce import archive, harness, rows
 from lvf_jax import zoo
 from lvf_jax.data import paths
 from lvf_jax.train import builders, config as config_lib
@@ -136,14 +136,70 @@ def test_one_row_per_paper_runs_through_the_command_line(table_id, row_id, tmp_p
   assert os.path.getmtime(work / table_id / row_id / "seed0" / harness.RESULT) == mtime
 
 
-def _fake_result(work, table, row, seed, metrics, steps=100):
+def _fake_result(work, table, row, seed, metrics, steps=100, date="2026-01-01 00:00 UTC"):
   d = work / table.id / row.id / f"seed{seed}"
-  d.mkdir(parents=True)
+  d.mkdir(parents=True, exist_ok=True)
   (d / harness.RESULT).write_text(json.dumps({
       "table": table.id, "row": row.id, "seed": seed, "steps": steps, "parameters": 1234,
       "metrics": metrics, "wall_seconds": 60.0 * (seed + 1), "commit": "abc1234",
-      "machine": "test cpu", "date": "2026-01-01 00:00 UTC",
-      "command": harness.command(table, row)}))
+      "machine": "test cpu", "date": date, "command": harness.command(table, row)}))
+  return d
+
+
+def test_pages_are_regenerated_from_the_archive_without_the_runs(tmp_path):
+  """The results behind a page are archived beside it: the page written later on a machine
+  without the runs is the same, with its figure; a shorter re-run does not replace a
+  finished one, a longer or newer one does."""
+  table = rows.get("lvf-t4")
+  work, out = tmp_path / "runs", tmp_path / "pages"
+  for seed, loss in enumerate([0.02, 0.03]):
+    d = _fake_result(work, table, table.row("copy-lvf"), seed, {"test_loss": loss})
+    curve = [{"step": s, "split": "validation", "loss": 1.0 / s} for s in range(1, 500)]
+    (d / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in curve) + "\n")
+  _fake_result(work, table, table.row("copy-rnn"), 0, {"test_loss": 0.5})
+  first = open(harness.write_table(table, str(work), str(out))).read()
+  stored = json.loads((out / "results" / "lvf-t4.json").read_text())
+  points = stored["rows"]["copy-lvf"]["seeds"]["0"]["curve"]["points"]
+  assert len(points) <= 200 and points[0] == [1, 1.0] and points[-1] == [499, 1.0 / 499]
+  (out / "lvf-t4.png").unlink()
+  again = open(harness.write_table(table, str(tmp_path / "empty"), str(out))).read()
+  assert again == first and "| 0.025 ± 0.00707 (2 seeds) |" in again
+  png = matplotlib.image.imread(out / "lvf-t4.png")  # redrawn from the archived curves
+  assert float(np.std(png[..., :3])) > 0.01
+  # a partial re-run (fewer steps) keeps the archived result; a full newer one replaces it
+  later = tmp_path / "later"
+  _fake_result(later, table, table.row("copy-rnn"), 0, {"test_loss": 0.9}, steps=10,
+               date="2026-02-01 00:00 UTC")
+  assert "| 0.5 |" in open(harness.write_table(table, str(later), str(out))).read()
+  _fake_result(later, table, table.row("copy-rnn"), 0, {"test_loss": 0.4}, steps=100,
+               date="2026-02-01 00:00 UTC")
+  page = open(harness.write_table(table, str(later), str(out))).read()
+  assert "| 0.4 |" in page and "| 0.5 |" not in page
+  index = open(harness.write_index({table.id: table}, str(tmp_path / "empty"), str(out))).read()
+  assert f"| [{table.id}]({table.id}.md) Table 4 |" in index and "| 8 | 2 |" in index
+
+
+def test_rows_known_only_as_printed_are_kept_until_a_run_replaces_them(tmp_path):
+  """An archived ``"page"`` entry (a row's figures as printed before its runs were
+  archived) is rendered with the row's current note and counted in the index."""
+  table = rows.get("lvf-t4")
+  row = table.row("copy-urnn")
+  out = tmp_path / "pages"
+  run_line = f"| {row.id} | 0 | `{harness.command(table, row)}` | abc1234 | cpu | 2026 |"
+  archive.save(archive.path_for(str(out), table.id), {"rows": {row.id: {"page": {
+      "metrics": [["test_loss", "0.123"], ["test_accuracy", "45.0 %"]], "verdict": "misses",
+      "params": "999", "steps": "5 of 10 (50 %)", "wall": "1.0 min", "flag": "",
+      "runs": [run_line]}}}})
+  page = open(harness.write_table(table, str(tmp_path / "none"), str(out))).read()
+  line = next(l for l in page.splitlines() if l.startswith(f"| {row.task} | {row.model} |"))
+  assert "| 0.123 | misses |" in line and "/ 999 | 5 of 10 (50 %) | 1.0 min |" in line
+  assert "|  |  | test_accuracy | 99.0 % | 45.0 % |  |" in page  # the paper value of today
+  assert run_line in page and "**not run yet**" not in line
+  index = open(harness.write_index({table.id: table}, str(tmp_path / "none"), str(out))).read()
+  assert "| 8 | 1 | 0 | 7 | 0 |" in index
+  _fake_result(tmp_path / "runs", table, row, 0, {"test_loss": 0.01, "test_accuracy": 99.0})
+  page = open(harness.write_table(table, str(tmp_path / "runs"), str(out))).read()
+  assert "0.123" not in page and run_line not in page and "| 0.01 |" in page
 
 
 def test_page_statistics_and_verdicts_are_numpys(tmp_path):

@@ -8,9 +8,11 @@
 
 Runs go to ``--workdir`` (default ``runs/reproduce``), one directory per table, row and
 seed; finished seeds are skipped and unfinished ones resume from their last checkpoint.
-After the runs, ``docs/reproduction/<table>.md`` (``--out``) is rewritten from every result
-found under the workdir. Rows that cannot run here (no data, no model) are listed with the
-reason and their command.
+After the runs, the results found under the workdir are merged into the archive
+``docs/reproduction/results/<table>.json`` (``--out``/results, committed) and
+``docs/reproduction/<table>.md`` is rewritten from it, so a page regenerated without the
+runs keeps every result recorded before. Rows that cannot run here (no data, no model) are
+listed with the reason and their command.
 """
 
 from __future__ import annotations
