@@ -249,6 +249,21 @@ def test_analytic_rows_are_computed_and_compared_at_the_papers_precision(tmp_pat
   assert harness.verdict({"fmc_total": 5.19}, [{"metrics": {"fmc_total": 5.2}}]) == "misses"
 
 
+def test_stand_in_rows_show_validation_and_test_loss_without_a_verdict(tmp_path):
+  """FSDD beside TIMIT: a row without a paper value shows both losses, no verdict, and is
+  counted as run (not as meeting the paper) in the index."""
+  table = rows.get("lvf-t2")
+  row = table.row("fsdd-lvf")
+  assert row.paper == {} and harness.row_config(row).task.name == "fsdd"
+  _fake_result(tmp_path, table, row, 0, {"val_loss": 41.5, "test_loss": 43.25})
+  page = harness.table_markdown(table, str(tmp_path))
+  first = next(l for l in page.splitlines() if l.startswith("| FSDD (TIMIT stand-in) | lvfRNN"))
+  assert "| val_loss | - | 41.5 |  |" in first
+  assert "|  |  | test_loss | - | 43.25 |  |" in page
+  index = open(harness.write_index({table.id: table}, str(tmp_path), str(tmp_path / "p"))).read()
+  assert "| 10 | 1 | 0 | 4 | 5 |" in index
+
+
 def test_blocked_rows_say_why_and_keep_their_command(tmp_path):
   table = rows.get("lvf-t2")
   page = harness.table_markdown(table, str(tmp_path))

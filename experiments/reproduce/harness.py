@@ -428,14 +428,18 @@ LOWER_IS_BETTER = {"test_loss": True, "test_bpc": True, "test_ppl": True, "val_l
 #: Metrics shown under a row's own whenever its runs have them (not part of the verdict
 #: unless the row's paper values name them).
 ALSO_SHOWN = ("test_nll_per_sequence",)
+#: Metrics shown for a stand-in row (a config but no paper value: another dataset run with
+#: a table's models and settings).
+STAND_IN_SHOWN = ("val_loss", "test_loss")
 #: Computed quantities: ours meets the paper when it rounds to the paper's printed value
 #: (three significant digits).
 EXACT = {"fmc_total": 3}
 
 
 def verdict(paper: dict, results: list[dict]) -> str:
-  """``'meets'`` when the mean of every paper metric is at least as good, else ``'misses'``."""
-  if not results:
+  """``'meets'`` when the mean of every paper metric is at least as good, else ``'misses'``;
+  ``''`` without results or without a paper value (a stand-in row)."""
+  if not results or not paper:
     return ""
   if any(r.get("diverged_at") for r in results):
     return "misses"
@@ -560,7 +564,8 @@ def table_markdown(table: Table, workdir: str, figure: Optional[str] = None,
         if results else ""
     if any(r.get("resumed_from") and not r.get("wall_complete", False) for r in results):
       wall += " (after a resume: the resumed part only)"
-    shown = list(row.paper.items()) or [("", None)]
+    shown = list(row.paper.items()) or ([(m, None) for m in STAND_IN_SHOWN] if row.config
+                                        else [("", None)])
     if set(row.paper) & {"min_train_loss", "val_loss"} and "test_loss" not in row.paper:
       shown.append(("test_loss", None))  # the paper's minimum loss and our test figure
     shown += [(m, None) for m in ALSO_SHOWN

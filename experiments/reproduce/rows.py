@@ -47,7 +47,9 @@ class Row:
     id: short slug unique within its table, e.g. ``'copy-lvf'``.
     task: the task as the paper's table states it, e.g. ``'copy T=200'``.
     model: the model as the paper names it, e.g. ``'lvfRNN'``, ``'NC-GRU(U_c)'``.
-    paper: ``{metric: value}`` of the paper (keys from :data:`METRICS`).
+    paper: ``{metric: value}`` of the paper (keys from :data:`METRICS`); empty for a
+      stand-in row (a dataset the paper did not use, run with the table's models and
+      settings: its page shows the validation and test loss without a verdict).
     config: ``'<file>.py:<preset>'`` under ``configs/`` that runs it, or None when no
       config can (then ``blocker`` says why).
     overrides: dotted config fields set on top of the preset (``{'train.steps': 20000}``);
