@@ -262,6 +262,14 @@ def test_stand_in_rows_show_validation_and_test_loss_without_a_verdict(tmp_path)
   assert "|  |  | test_loss | - | 43.25 |  |" in page
   index = open(harness.write_index({table.id: table}, str(tmp_path), str(tmp_path / "p"))).read()
   assert "| 10 | 1 | 0 | 4 | 5 |" in index
+  # a row without a paper budget shows the fraction of its config's budget that ran
+  quoted = rows.get("antisymmetric-t1").row("pmnist-lstm")
+  assert quoted.steps is None
+  _fake_result(tmp_path, rows.get("antisymmetric-t1"), quoted, 0, {"test_accuracy": 77.0},
+               steps=1750)
+  (result,) = harness.results_of_row(rows.get("antisymmetric-t1"), quoted, str(tmp_path))
+  assert harness._steps(quoted, [{**result, "budget_steps": 30030}]) == "1750 of 30030 (6 %)"
+  assert harness._steps(quoted, [result]) == "1750"  # a result from before budget_steps
 
 
 def test_blocked_rows_say_why_and_keep_their_command(tmp_path):
@@ -432,7 +440,7 @@ def test_a_time_limited_run_counts_its_steps_and_resumes_to_the_budget(tmp_path,
   monkeypatch.setattr(harness, "_STARTED_AT_COMMIT", [])  # asked afresh in this test
   work = tmp_path / "runs"
   part = harness.run_row(table, row, str(work), steps=6, time_limit=1e-9, log=lambda *_: None)
-  assert part["steps"] == 2 and part["commit"] == "abc1234"
+  assert part["steps"] == 2 and part["commit"] == "abc1234" and part["budget_steps"] == 6
   page = harness.write_table(table, str(work), str(tmp_path / "pages"))
   assert "2 of" in open(page).read()
   rest = harness.run_row(table, row, str(work), steps=6, log=lambda *_: None)

@@ -262,6 +262,7 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
       "table": table.id, "row": row.id, "seed": seed, "train_seed": int(c.train.seed),
       "config": row.config, "overrides": row.overrides,
       "steps": int(summary["steps"]), "paper_steps": row.steps,
+      "budget_steps": int(c.train.steps),
       "parameters": summary["parameters"],
       "effective_parameters": summary.get("effective_parameters"),
       "metrics": {} if diverged else metrics_of_run(run_dir), "diverged_at": diverged,
@@ -471,8 +472,9 @@ def _steps(row: Row, results: list[dict]) -> str:
   if not results:
     return str(row.steps or "")
   ran = results[0]["steps"]
-  if row.steps and ran < row.steps:
-    return f"{ran} of {row.steps} ({100.0 * ran / row.steps:.0f} %)"
+  budget = row.steps or results[0].get("budget_steps")  # the paper's, else the config's
+  if budget and ran < budget:
+    return f"{ran} of {budget} ({100.0 * ran / budget:.0f} %)"
   return str(ran)
 
 
