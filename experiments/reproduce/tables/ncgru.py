@@ -143,6 +143,10 @@ T4 = Table(
                                   "steps: the validation loss creeps down from the no-memory "
                                   "level 0.0103 (0.0104 at step 1,400, 0.0086 at 3,500, "
                                   "0.0079 at 5,530)"),
+               "ncgru-ucur-t2000": ("stopped by `--time-limit 1800` at 2,550 of the 10,000 "
+                                    "steps: the validation loss falls slowly below the "
+                                    "no-memory level 0.0103 (0.0104 at step 1,000, 0.0097 at "
+                                    "2,200, 0.0094 at 2,550)"),
                "lstm": ("configs/copy.py's lstm preset is the nnRNN paper's (n 128, RMSprop "
                         "5e-4, batch 10), so the overrides set this paper's n 68, Adam 1e-3, "
                         "batch 50")}),
