@@ -272,6 +272,27 @@ def test_stand_in_rows_show_validation_and_test_loss_without_a_verdict(tmp_path)
   assert harness._steps(quoted, [result]) == "1750"  # a result from before budget_steps
 
 
+def test_the_figure_of_printed_rows_is_kept_beside_a_redrawn_one(tmp_path):
+  table = rows.get("lvf-t4")
+  out = tmp_path / "pages"
+  archive.save(archive.path_for(str(out), table.id), {"rows": {"copy-urnn": {"page": {
+      "metrics": [["test_loss", "0.123"]], "verdict": "misses", "params": "", "steps": "5",
+      "wall": "", "flag": "", "runs": []}}}})
+  out.mkdir(exist_ok=True)
+  (out / "lvf-t4.png").write_bytes(b"earlier figure")
+  page = open(harness.write_table(table, str(tmp_path / "none"), str(out))).read()
+  assert (out / "lvf-t4.png").read_bytes() == b"earlier figure"  # nothing new to draw
+  assert "![validation curves](lvf-t4.png)" in page and "Not drawn" not in page
+  d = _fake_result(tmp_path / "runs", table, table.row("copy-rnn"), 0, {"test_loss": 0.5})
+  (d / "metrics.jsonl").write_text(json.dumps({"step": 1, "split": "validation",
+                                               "loss": 0.5}) + "\n")
+  page = open(harness.write_table(table, str(tmp_path / "runs"), str(out))).read()
+  assert (out / "lvf-t4-printed.png").read_bytes() == b"earlier figure"
+  assert (out / "lvf-t4.png").read_bytes()[:4] == b"\x89PNG"
+  assert "Not drawn above (run before their curves were archived): `copy-urnn`." in page
+  assert "![validation curves of the earlier runs](lvf-t4-printed.png)" in page
+
+
 def test_blocked_rows_say_why_and_keep_their_command(tmp_path):
   table = rows.get("lvf-t2")
   page = harness.table_markdown(table, str(tmp_path))

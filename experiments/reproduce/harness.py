@@ -586,8 +586,11 @@ def table_markdown(table: Table, workdir: str, figure: Optional[str] = None,
     lines += ["", f"![validation curves]({os.path.basename(figure)})"]
     undrawn = list(undrawn)
     if undrawn:
-      lines += ["", "Not drawn (run before their curves were archived): "
+      lines += ["", "Not drawn above (run before their curves were archived): "
                 + ", ".join(f"`{r}`" for r in undrawn) + "."]
+      earlier = os.path.join(os.path.dirname(figure), f"{table.id}-printed.png")
+      if os.path.exists(earlier):
+        lines += ["", f"![validation curves of the earlier runs]({os.path.basename(earlier)})"]
   if runs:
     lines += ["", "## Runs", "", "| row | seed | command | commit | machine | date |",
               "|---|---|---|---|---|---|", *runs]
@@ -661,11 +664,18 @@ def write_table(table: Table, workdir: str, out_dir: str) -> str:
   archive = archive_results(table, workdir, archive_lib.load(store))
   archive_lib.save(store, archive)
   png = os.path.join(out_dir, f"{table.id}.png")
-  figure = plot_table(table, workdir, png, archive)
+  earlier = os.path.join(out_dir, f"{table.id}-printed.png")
   printed = [r.id for r in table.rows
              if not row_results(table, r, workdir, archive) and _printed(r, archive)]
-  if figure is None and printed and os.path.exists(png):
-    figure, printed = png, []
+  drawable = any(_run_curve(os.path.join(workdir, table.id, r.id, f"seed{x['seed']}"),
+                            _curve_split(r)) or x.get("curve", {}).get("points")
+                 for r in table.rows for x in row_results(table, r, workdir, archive)[:1])
+  if not drawable and printed and os.path.exists(png):
+    figure, printed = png, []  # drawn from the printed rows' runs: kept
+  else:
+    if printed and os.path.exists(png) and not os.path.exists(earlier):
+      os.replace(png, earlier)  # the printed rows' curves, drawn before the archive
+    figure = plot_table(table, workdir, png, archive)
   path = os.path.join(out_dir, f"{table.id}.md")
   with open(path, "w") as f:
     f.write(table_markdown(table, workdir, figure, archive, undrawn=printed))
