@@ -619,11 +619,9 @@ def _printed_lines(row: Row, printed: dict) -> list[str]:
           for i, (metric, ours) in enumerate(printed["metrics"])]
 
 
-def plot_table(table: Table, workdir: str, path: str, archive: Optional[dict] = None
-               ) -> Optional[str]:
-  """Validation-loss curves (first seed of every run row) in one figure; None if no run
-  has a curve."""
-  from matplotlib.figure import Figure  # pylint: disable=g-import-not-at-top
+def _curves(table: Table, workdir: str, archive: Optional[dict] = None) -> list:
+  """``(label, points, split)`` of the first seed of every row that has a learning curve:
+  the run's own under ``workdir``, else the archived one."""
   curves = []
   for row in table.rows:
     results = row_results(table, row, workdir, archive)
@@ -634,6 +632,13 @@ def plot_table(table: Table, workdir: str, path: str, archive: Optional[dict] = 
                      split) or (results[0].get("curve") or {}).get("points", [])
     if pts:
       curves.append((f"{row.model} ({row.task})", np.asarray(pts, np.float64), split))
+  return curves
+
+
+def plot_table(table: Table, curves: list, path: str) -> Optional[str]:
+  """The learning ``curves`` (:func:`_curves`) of ``table`` in one figure at ``path``; None
+  if there are none."""
+  from matplotlib.figure import Figure  # pylint: disable=g-import-not-at-top
   if not curves:
     return None
   fig = Figure(figsize=(7.5, 4.5))
@@ -667,15 +672,13 @@ def write_table(table: Table, workdir: str, out_dir: str) -> str:
   earlier = os.path.join(out_dir, f"{table.id}-printed.png")
   printed = [r.id for r in table.rows
              if not row_results(table, r, workdir, archive) and _printed(r, archive)]
-  drawable = any(_run_curve(os.path.join(workdir, table.id, r.id, f"seed{x['seed']}"),
-                            _curve_split(r)) or x.get("curve", {}).get("points")
-                 for r in table.rows for x in row_results(table, r, workdir, archive)[:1])
-  if not drawable and printed and os.path.exists(png):
+  curves = _curves(table, workdir, archive)
+  if not curves and printed and os.path.exists(png):
     figure, printed = png, []  # drawn from the printed rows' runs: kept
   else:
     if printed and os.path.exists(png) and not os.path.exists(earlier):
       os.replace(png, earlier)  # the printed rows' curves, drawn before the archive
-    figure = plot_table(table, workdir, png, archive)
+    figure = plot_table(table, curves, png)
   path = os.path.join(out_dir, f"{table.id}.md")
   with open(path, "w") as f:
     f.write(table_markdown(table, workdir, figure, archive, undrawn=printed))
