@@ -13,6 +13,11 @@ Hyperparameters from the papers' tables:
 * antisymmetric, gated_antisymmetric: AntisymmetricRNN Table 1, 128 units (eps 0.1,
   gamma 0.01; the paper's SGD-momentum/Adagrad settings are not given, Adam 1e-3 here).
 * lstm: 128 units (expRNN and AntisymmetricRNN tables), RMSprop 1e-3.
+* fcurnn, fcurnn_n512: full-capacity uRNN (Wisdom et al. 2016, arXiv:1611.00035) n 116 / 512,
+  as the authors' pixel-MNIST runs: RMSprop (decay 0.9) at 1e-3 / 1e-4, the unitary matrix by
+  the Cayley step at 1e-6 on the RMS-normalised gradient (``unitary_gradient='rms'``); their
+  batch is 50 and they stop after 5 epochs without improvement, here batch 128 and the
+  budget above.
 * lvf, ncgru, gru, rnn, rnn_orth (not in the MNIST tables): hidden sizes matching the
   parameter budget of expRNN n 170 (16,415 effective parameters,
   ``lvf_jax.models.hidden_for_budget``), cell defaults of ``lvf_jax.train.presets.default_preset``.
@@ -32,6 +37,12 @@ TRAIN = dict(steps=EPOCHS * STEPS_PER_EPOCH, batch_size=BATCH, eval_batch_size=5
 RMSPROP = dict(optimizer="rmsprop")
 
 
+def _fcurnn(hidden, lr):
+  return dict(model="fcurnn", hidden=hidden,
+              optim=dict(optimizer="rmsprop", learning_rate=lr, rmsprop_decay=0.9, lr_orth=1e-6,
+                         unitary_gradient="rms"))
+
+
 def presets(exprnn_lr):
   return {
       "exprnn": default_preset("exprnn", 170, learning_rate=exprnn_lr, **RMSPROP),
@@ -42,6 +53,8 @@ def presets(exprnn_lr):
       "antisymmetric": default_preset("antisymmetric", 128),
       "gated_antisymmetric": default_preset("gated_antisymmetric", 128),
       "lstm": default_preset("lstm", 128, learning_rate=1e-3, **RMSPROP),
+      "fcurnn": _fcurnn(116, 1e-3),
+      "fcurnn_n512": _fcurnn(512, 1e-4),
       "lvf": default_preset("lvf", 170),
       "ncgru": default_preset("ncgru", 77),
       "gru": default_preset("gru", 71),

@@ -194,6 +194,39 @@ def test_make_optimizer_riemannian_methods(method, ref):
   assert float(g.orthogonality_error(p["rnn"]["orthogonal"])) < 1e-5
 
 
+@pytest.mark.parametrize("gradient", ["raw", "rms"])
+def test_make_optimizer_unitary_gradient(gradient):
+  """The 'unitary' group's step against NumPy of Wisdom et al. (2016, arXiv:1611.00035,
+  eqs 8-9) in complex arithmetic: ``A = G W^H - W G^H``, ``W <- (I + lr/2 A)^-1
+  (I - lr/2 A) W``, with ``G`` the raw gradient or, for 'rms', the gradient divided
+  elementwise by ``sqrt(nu) + eps``, ``nu`` the running mean of its square (decay 0.9
+  from 0; their code's 'full_natGradRMS')."""
+  rng = np.random.default_rng(0)
+  q, _ = np.linalg.qr(rng.normal(size=(N, N)) + 1j * rng.normal(size=(N, N)))
+  params = {"cell": {"unitary": jnp.asarray(np.stack([q.real, q.imag]), jnp.float32)}}
+  lr, decay, eps = 0.05, 0.9, 1e-8
+  tx = optim.make_optimizer({"learning_rate": 1e-3, "lr_orth": lr, "rmsprop_decay": decay,
+                             "reorthonormalize_every": 0, "unitary_gradient": gradient})
+  state = standard(tx.init)(params)
+  w, nu = q, np.zeros((2, N, N))
+  for k in range(3):
+    grad = rng.normal(size=(2, N, N)) * 10.0 ** k
+    u, state = standard(tx.update)({"cell": {"unitary": jnp.asarray(grad, jnp.float32)}},
+                                   state, params)
+    params = optax.apply_updates(params, u)
+    if gradient == "rms":
+      nu = decay * nu + (1 - decay) * grad ** 2
+      grad = grad / (np.sqrt(nu) + eps)
+    gc = grad[0] + 1j * grad[1]
+    a = gc @ w.conj().T - w @ gc.conj().T
+    eye = np.eye(N)
+    w = np.linalg.solve(eye + lr / 2 * a, (eye - lr / 2 * a) @ w)
+    got = np.asarray(params["cell"]["unitary"], np.float64)
+    np.testing.assert_allclose(got[0] + 1j * got[1], w, atol=2e-5)
+  with pytest.raises(ValueError, match=r"argument 'unitary_gradient' must be one of"):
+    optim.make_optimizer({"unitary_gradient": "natural"})
+
+
 def test_make_optimizer_clip_and_step_schedule_and_warmup():
   params = {"kernel": jnp.zeros((3,))}
   grads = {"kernel": jnp.array([30.0, 40.0, 0.0])}  # global norm 50

@@ -15,6 +15,7 @@ from lvf_jax.optim.multiplicative import multiplicative_cayley
 OPTIMIZERS = ("rmsprop", "adam", "sgd")
 ORTHOGONAL_METHODS = ("trivialization", "scornn", "neumann_cayley", "multiplicative")
 SCHEDULES = ("constant", "step", "cosine")
+UNITARY_GRADIENTS = ("raw", "rms")
 
 #: Fields of the ``make_optimizer`` config and their defaults (see :func:`make_optimizer`).
 DEFAULTS: dict[str, Any] = {
@@ -29,6 +30,7 @@ DEFAULTS: dict[str, Any] = {
     "reset_every": 100,
     "neumann_threshold": 0.5,
     "reorthonormalize_every": 100,
+    "unitary_gradient": "raw",
     "clip_norm": None,
     "lr_schedule": "constant",
     "lr_decay": 1.0,
@@ -145,8 +147,10 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
     (:func:`multiplicative_cayley` at ``lr_orth``), or ``'trivialization'`` (no such
     parameters allowed; ``init`` raises if there are any);
   * ``'unitary'`` (complex unitary matrices stored as ``[Re W, Im W]``, the full-capacity
-    uRNN): always :func:`multiplicative_cayley` ``(unitary=True)`` at ``lr_orth``, on the
-    raw (clipped) gradient as Wisdom et al. (2016), whatever ``orthogonal_method`` is.
+    uRNN): always :func:`multiplicative_cayley` ``(unitary=True)`` at ``lr_orth``, whatever
+    ``orthogonal_method`` is, on the raw (clipped) gradient as in Wisdom et al. (2016,
+    arXiv:1611.00035, eqs 8-9), or on the gradient divided elementwise by its RMSprop
+    root mean square (``unitary_gradient='rms'``).
 
   Gradients are first clipped to global norm ``clip_norm`` (all groups together). Every
   learning rate follows the same schedule shape (``lr_schedule``).
@@ -168,6 +172,10 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
     neumann_threshold: validity threshold on ``||Ainv dA||_F`` in (0, 1] (default 0.5).
     reorthonormalize_every: polar projection period of ``'multiplicative'`` and of the
       ``'unitary'`` group (default 100; 0 = never).
+    unitary_gradient: the gradient the ``'unitary'`` group's Cayley step takes: ``'raw'``
+      (default) or ``'rms'``, ``g / (sqrt(nu) + eps)`` with ``nu`` RMSprop's running mean of
+      ``g^2`` at ``rmsprop_decay`` from 0 (the full-capacity uRNN authors' pixel-MNIST
+      runs, whose ``lr_orth`` is 1e-6 for this normalised gradient).
     clip_norm: global gradient-norm clip (default ``None`` = no clipping).
     lr_schedule: ``'constant'`` (default) | ``'step'`` (multiply by ``lr_decay`` every
       ``lr_decay_steps`` updates, staircase) | ``'cosine'`` (to 0 at ``total_steps``).
@@ -212,13 +220,19 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
     else:
       orth = neumann_cayley(orth_inner, rho, order=c["neumann_order"],
                             reset_every=c["reset_every"], threshold=c["neumann_threshold"])
+  unitary = multiplicative_cayley(sched_orth, reorthonormalize_every=every, unitary=True)
+  if _common.check_choice(fn, "unitary_gradient", c["unitary_gradient"],
+                          UNITARY_GRADIENTS) == "rms":
+    decay = _number(fn, "rmsprop_decay", c["rmsprop_decay"], high=1.0)
+    eps = _number(fn, "eps", c["eps"], strict=False)
+    unitary = optax.chain(optax.scale_by_rms(decay=decay, eps=eps, eps_in_sqrt=False),
+                          unitary)
   tx = optax.partition({
       labels.DEFAULT: _base(fn, "optimizer", kind, sched, c),
       labels.VECTOR_FIELD: _base(fn, "optimizer", kind, sched_vf, c),
       labels.SKEW: orth_inner,
       labels.ORTHOGONAL: orth,
-      labels.UNITARY: multiplicative_cayley(sched_orth, reorthonormalize_every=every,
-                                            unitary=True),
+      labels.UNITARY: unitary,
   }, labels.param_labels)
   if c["clip_norm"] is not None:
     tx = optax.chain(optax.clip_by_global_norm(_number(fn, "clip_norm", c["clip_norm"])), tx)
