@@ -190,6 +190,59 @@ NOTES = {
         "batch 16 reaches the target at step 2,000 (validation 0.005 at 1,000) and 3.0e-4 "
         "at 7,750 (stopped by `--time-limit 1200` at 7,900 of 20,000, one core), with "
         "spikes on the way (0.013 at step 2,500) as at T = 200; dh_T/dh_1 = 0.37"),
+    "copy-t2000-lvf": (
+        "the T = 1000 recipe (centred input kernel, V at Adam 1e-5, clip 5), stopped by "
+        "`--time-limit 2400` at 14,000 of 20,000 steps (one core): the validation cross "
+        "entropy is at the no-memory level (0.0103; accuracy 12 %, chance 1/8) from step "
+        "1,000 on (best 0.01029 at 9,000). At initialisation the gradient reaches the first "
+        "step (dh_T/dh_1 = 0.85); at the best validation step it falls about 2 % a step "
+        "(dh_T/dh_t = 0.12 at 100 steps from the end, 6.6e-3 at 250, 5e-5 at 500, 2e-9 at "
+        "1,000) to 7e-18: the modReLU biases, within 0.01 of 0 at initialisation, now lie "
+        "between -0.17 and 0.25, and on two validation sequences 6.5 % of the hidden units "
+        "output exactly 0 at each step (|z| below a negative bias), which passes no gradient, "
+        "so the divergence-free map no longer keeps the gradient's norm over the 2,020 steps. "
+        "At T = 1000 the same recipe kept dh_T/dh_1 = 0.64"),
+    "copy-t2000-lstm": (
+        "stopped by `--time-limit 900` at 2,700 of 20,000 steps (one core): at the no-memory "
+        "level (0.0103, accuracy 13 %) from step 1,500 on, as at T = 1000; dh_T/dh_1 is 0 in "
+        "float32"),
+    "adding-t5000-exprnn": (
+        "stopped by `--time-limit 900` at 2,250 of 10,000 steps (one core), still above the "
+        "no-memory level 0.167: the validation MSE starts at 13.4 (step 100) and falls to "
+        "0.80 at 1,000 and 0.43 at 2,100, the same recovery from an oversized initial state "
+        "as at T = 1000; dh_T/dh_1 = 0.010. The last state holds a "
+        "fading window of the value inputs (R^2 0.53 at k = 1, 0.23 at 10, 0.16 at 100, 0 at "
+        "1,000; capacity 53 of 170) and nothing of the target"),
+    "adding-t5000-lvf": (
+        "stopped by `--time-limit 900` at 3,400 of 10,000 steps (one core), far above the "
+        "no-memory level 0.167: the validation MSE starts at 316 (step 100) and falls to 46 "
+        "at 1,000 and 5.2 at 3,400, the recovery from an oversized initial state of the T = "
+        "1000 run over 5,000 inputs; the gradient reaches the first step (dh_T/dh_1 = 0.23), "
+        "but the last state holds almost nothing of the value inputs (R^2 0.04 at k = 1, 0 "
+        "from k = 10 on; capacity 0.9 of 128) or of the target"),
+    "adding-t5000-lstm": (
+        "stopped by `--time-limit 900` at 2,450 of 10,000 steps (one core): at the no-memory "
+        "level throughout (validation 0.171 to 0.173); dh_T/dh_1 is 0 in float32 and the last "
+        "state holds the latest value input (R^2 1.00 at k = 1, 0 from k = 10 on; capacity "
+        "2.0 of 68) and nothing of the target, as at T = 1000"),
+    "adding-t10000-exprnn": (
+        "stopped by `--time-limit 900` at 1,850 of 10,000 steps (one core), above the "
+        "no-memory level: the validation MSE starts at 41 (step 100) and falls to 1.2 at "
+        "1,000 and 0.61 at 1,700, as at T = 5000; dh_T/dh_1 = 5.5e-4. The last state holds "
+        "a fading window of the value inputs (R^2 0.39 at k = 1, 0.25 at 10, 0.16 at 100, 0 "
+        "at 1,000; capacity 51 of 170) and nothing of the target"),
+    "adding-t10000-lvf": (
+        "stopped by `--time-limit 900` at 2,900 of 10,000 steps (one core), far above the "
+        "no-memory level: the validation MSE is 402 at step 100 and near 300 until step "
+        "1,000, then falls to 19 at 1,300 and 6.5 at 2,900, as at T = 5000; dh_T/dh_1 = "
+        "8.9e-4. The last state holds a short window of the value inputs (R^2 0.34 at k = 1, "
+        "0.13 at 10, 0.05 at 100, 0 at 1,000; capacity 30 of 128) and nothing of the target"),
+    "adding-t10000-lstm": (
+        "stopped by `--time-limit 600` at 1,450 of 10,000 steps (one core): at the no-memory "
+        "level throughout (validation 0.193 to 0.194, about 0.19 on these 256 sequences); "
+        "dh_T/dh_1 is 0 in float32 and the last state holds the latest value inputs (R^2 "
+        "1.00 at k = 1, 0.15 at 10, 0 from 100 on; capacity 3.0 of 68) and nothing of the "
+        "target"),
 }
 
 
