@@ -11,6 +11,8 @@ learning rate, the step size eps and the diffusion gamma picked from grids (the 
 are not reported). Most Table 1 baselines are quoted from other papers.
 """
 
+import functools
+
 from experiments.reproduce.rows import Row, Table
 
 CITATION = ("Chang, Chen, Haber, Chi 2019, ICLR 2019, arXiv:1902.09689 (AntisymmetricRNN: A "
@@ -27,18 +29,21 @@ FCURNN = ("quoted by the paper from Wisdom et al. 2016; the preset follows the a
           "RMS-normalised gradient) but at batch 128 instead of their 50")
 FCURNN_512_TIME = ("a GPU row: a training step takes 11-22 s on one core of the AMD EPYC "
                    "(the 30,030 steps: 90 h or more)")
-FCURNN_RUNS = {
-    "mnist": ("stopped by `--time-limit 1500` at 2,550 steps (8 %; 0.6 s a step on one core, "
-              "about 5 h for the budget): the validation accuracy still rises (86.1 % after "
-              "one epoch, 89.7 % after four, 90.7 % at 2,550)",),
-    "pmnist": ("stopped by `--time-limit` in two parts at 4,350 steps (14 %; 0.6 s a step on "
-               "one core): the validation loss still falls slowly (0.386 after one epoch, "
-               "0.307 after four, 0.291 at 4,350; accuracy 88.2 %, 90.9 %, 91.3 %)",),
-}
-GATED_RUNS = {
-    "pmnist": ("stopped by `--time-limit 600` at 1,850 of the 50,000 steps (4 %, one core): "
-               "validation accuracy 69.3 % after one epoch, 74.8 % after two, 79.2 % at "
-               "1,716",),
+#: What the runs of a row showed, keyed by row id (appended to the row's note).
+RUN_NOTES = {
+    "pmnist-lstm": ("stopped by `--time-limit 1800` at 1,750 steps (6 %): the validation loss "
+                    "still falls (1.07 at step 429, 0.69 at 1,750)"),
+    "mnist-fcurnn-n116": ("stopped by `--time-limit 1500` at 2,550 steps (8 %; 0.6 s a step "
+                          "on one core, about 5 h for the budget): the validation accuracy "
+                          "still rises (86.1 % after one epoch, 89.7 % after four, 90.7 % at "
+                          "2,550)"),
+    "pmnist-fcurnn-n116": ("stopped by `--time-limit` in two parts at 4,350 steps (14 %; 0.6 s "
+                           "a step on one core): the validation loss still falls slowly (0.386 "
+                           "after one epoch, 0.307 after four, 0.291 at 4,350; accuracy 88.2 "
+                           "%, 90.9 %, 91.3 %)"),
+    "pmnist-gated-antisymmetric": ("stopped by `--time-limit 600` at 1,850 of the 50,000 steps "
+                                   "(4 %, one core): validation accuracy 69.3 % after one "
+                                   "epoch, 74.8 % after two, 79.2 % at 1,716"),
 }
 NO_CIFAR = "no data: CIFAR-10 is not in the data directory"
 
@@ -49,6 +54,14 @@ def _sentence(*parts):
   return text[:1].upper() + text[1:] + "."
 
 
+def _row(task, task_name, slug, model, value, params, note, **kw):
+  """The row ``<task>-<slug>`` with the paper's test accuracy ``value``; its note ends with
+  what its runs showed (:data:`RUN_NOTES`), if anything."""
+  run = RUN_NOTES.get(f"{task}-{slug}")
+  return Row(id=f"{task}-{slug}", task=task_name, model=model, paper={"test_accuracy": value},
+             paper_params=params, note=f"{note[:-1]}; {run}." if run else note, **kw)
+
+
 TASKS = (("mnist", "pixel-by-pixel MNIST", "mnist.py"),
          ("pmnist", "permuted pixel-by-pixel MNIST", "pmnist.py"))
 
@@ -56,21 +69,16 @@ TASKS = (("mnist", "pixel-by-pixel MNIST", "mnist.py"),
 def _mnist_rows():
   rows = []
   for i, (task, task_name, file) in enumerate(TASKS):
-    def row(slug, model, value, params, **kw):
-      return Row(id=f"{task}-{slug}", task=task_name, model=model,
-                 paper={"test_accuracy": value}, paper_params=params, **kw)
+    row = functools.partial(_row, task, task_name)
 
     rows += [
         row("lstm", "LSTM (Arjovsky et al., 2016)", (97.3, 92.6)[i], "n=128, 68k",
             config=f"{file}:lstm",
             note=("Quoted by the paper from Arjovsky et al. 2016; the preset is n 128, RMSprop "
-                  f"1e-3, {MNIST_BUDGET} (1.1 s a step on one core: about 9 h); {EVAL}"
-                  + ("" if task == "mnist" else
-                     "; stopped by `--time-limit 1800` at 1,750 steps (6 %): the validation "
-                     "loss still falls (1.07 at step 429, 0.69 at 1,750)") + ".")),
+                  f"1e-3, {MNIST_BUDGET} (1.1 s a step on one core: about 9 h); {EVAL}.")),
         row("fcurnn-n116", "FC uRNN (Wisdom et al., 2016)", (92.8, 92.1)[i], "n=116, 16k",
             config=f"{file}:fcurnn",
-            note=_sentence(FCURNN, MNIST_BUDGET, EVAL, *FCURNN_RUNS.get(task, ()))),
+            note=_sentence(FCURNN, MNIST_BUDGET, EVAL)),
         row("fcurnn-n512", "FC uRNN (Wisdom et al., 2016)", (96.9, 94.1)[i], "n=512, 270k",
             config=f"{file}:fcurnn_n512",
             note=_sentence(FCURNN, MNIST_BUDGET, FCURNN_512_TIME, EVAL)),
@@ -87,7 +95,7 @@ def _mnist_rows():
         row("gated-antisymmetric", "AntisymmetricRNN w/ gating", (98.8, 93.1)[i],
             "n=128, 10k", config=f"{file}:gated_antisymmetric", steps=50000,
             note=_sentence(OPTIM, f"{MNIST_BUDGET}, the paper's 50,000 take about 2.3 h on "
-                           "2 cores", EVAL, *GATED_RUNS.get(task, ()))),
+                           "2 cores", EVAL)),
     ]
   return tuple(rows)
 
@@ -107,9 +115,7 @@ CIFAR_BUDGET = "the preset's own budget is 100 epochs (35,100 steps)"
 def _cifar_rows():
   rows = []
   for i, (task, task_name, file, steps) in enumerate(CIFAR):
-    def row(slug, model, value, params, **kw):
-      return Row(id=f"{task}-{slug}", task=task_name, model=model,
-                 paper={"test_accuracy": value}, paper_params=params, **kw)
+    row = functools.partial(_row, task, task_name)
 
     rows += [
         row("lstm", "LSTM", (59.7, 11.6)[i], "n=128, 69k", config=f"{file}:lstm", steps=steps,
