@@ -54,10 +54,12 @@ class Run:
   steps: int
   eval_every: int
   overrides: tuple = ()  # (dotted config field, value) pairs set on top of the preset
+  variant: str = ""  # names a second run of the same preset, length and batch
 
   @property
   def id(self) -> str:
-    return f"{self.task}-t{self.T}-{self.model}"
+    base = f"{self.task}-t{self.T}-{self.model}"
+    return f"{base}-{self.variant}" if self.variant else base
 
   @property
   def config(self) -> str:
@@ -80,6 +82,10 @@ ADDING_LVF = (("model.cell.divergence_free", True), ("model.cell.activation", "m
 COPY_LVF = (("model.cell.center_input_init", True), ("optim.lr_vector_field", 1e-5),
             ("optim.clip_norm", 5.0))
 
+#: ``COPY_LVF`` with the modReLU bias used as ``|b|``: no unit can sit in modReLU's dead zone,
+#: so the divergence-free (orthogonal) map carries the gradient's norm over every step.
+COPY_LVF_NONNEG = COPY_LVF + (("model.cell.nonnegative_modrelu_bias", True),)
+
 
 def _runs() -> list[Run]:
   out = []
@@ -87,6 +93,8 @@ def _runs() -> list[Run]:
     for model in ("lvf", "exprnn", "lstm"):
       out.append(Run("copy", t, model, batch=16, steps=20000, eval_every=250,
                      overrides=COPY_LVF if model == "lvf" else ()))
+    out.append(Run("copy", t, "lvf", batch=16, steps=20000, eval_every=250,
+                   overrides=COPY_LVF_NONNEG, variant="nonneg-bias"))
   for t, batch in ((1000, 50), (5000, 20), (10000, 10)):
     for model in ("lvf", "exprnn", "lstm", "ncgru"):
       out.append(Run("adding", t, model, batch=batch, steps=10000, eval_every=100,

@@ -437,9 +437,18 @@ class KernelCell(StructuredCell):
   ``recurrent_matrix`` and ``activation`` (``'modrelu'`` | ``'tanh'``), and may override
   :meth:`regularize` to sow their regularisation terms. Their fused scan is
   :func:`lvf_jax.recurrences.rnn_scan`.
+
+  Attributes:
+    nonnegative_modrelu_bias: use ``|b|`` as the modReLU bias (the parameter ``b`` is kept
+      and trained as is; modReLU cells only). modReLU (Arjovsky, Shah, Bengio 2016,
+      arXiv:1511.06464, eq. 8), ``relu(|z| + b) z / |z|``, outputs 0 with zero derivative
+      wherever ``|z| < -b``; with ``b >= 0`` it is ``z + b sign(z)``, whose derivative is the
+      identity for ``z != 0``, so with an orthogonal (unitary) recurrent matrix every step's
+      Jacobian is orthogonal and ``||dh_T / dh_1||`` stays that of the identity at any ``T``.
   """
 
   DENSE_INPUT = True
+  nonnegative_modrelu_bias: bool = False
 
   def recurrent_matrix(self) -> Array:  # pragma: no cover - abstract
     raise NotImplementedError
@@ -463,8 +472,19 @@ class KernelCell(StructuredCell):
   def prepare(self, dtype: Optional[Dtype] = None) -> dict[str, Array]:
     """Returns ``{'kernel': M^T, 'bias': b}`` (``M`` evaluated once) and sows the penalties."""
     self.regularize()
-    prep = {"kernel": self.recurrent_matrix().T, "bias": self.bias}
+    prep = {"kernel": self.recurrent_matrix().T, "bias": self.activation_bias()}
     return cast_tree(prep, self._prep_dtype(dtype))
+
+  def activation_bias(self) -> Array:
+    """The bias of the activation: ``self.bias``, or ``|self.bias|`` with
+    ``nonnegative_modrelu_bias``."""
+    if not self.nonnegative_modrelu_bias:
+      return self.bias
+    if self.activation != "modrelu":
+      raise ValueError(
+          f"{type(self).__name__}: nonnegative_modrelu_bias=True needs activation='modrelu', "
+          f"got activation={self.activation!r}.")
+    return jnp.abs(self.bias)
 
   def project_inputs(self, x: Array) -> Array:
     return self.input(x, self._compute_dtype(x))

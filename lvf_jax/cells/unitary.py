@@ -132,7 +132,8 @@ class _UnitaryKernelCell(base.KernelCell):
     self.regularize()
     w = self.recurrent_matrix()
     kernel = geometry.complex_to_real_kernel(w) if self.state_is_complex else w.T
-    return base.cast_tree({"kernel": kernel, "bias": self.bias}, self._prep_dtype(dtype))
+    prep = {"kernel": kernel, "bias": self.activation_bias()}
+    return base.cast_tree(prep, self._prep_dtype(dtype))
 
   @nn.nowrap
   def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
