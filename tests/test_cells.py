@@ -113,6 +113,61 @@ def test_lvf_fixes_constants_and_centred_input_init_keeps_the_mean_state_at_zero
       assert abs(mean_drive) > 1e-3
 
 
+@pytest.mark.parametrize("make", [
+    lambda: cells.LVFRNNCell(N, integrator="midpoint", tau=2.0, activation="modrelu",
+                             divergence_free=True, nonnegative_modrelu_bias=True),
+    lambda: cells.ExpRNNCell(N, nonnegative_modrelu_bias=True)], ids=["lvf", "exprnn"])
+def test_nonnegative_modrelu_bias_steps_with_abs_b_and_keeps_the_gradient_norm(make):
+  """With ``|b|`` as modReLU's bias, a T-step NumPy loop of eq. (6) with ``|b|`` matches the
+  fused layer; with an orthogonal map no unit is dead, so ||dh_T/dh_1|| = ||I|| = sqrt(n),
+  while the same negative ``b`` used as is kills units and the gradient."""
+  cell = make()
+  steps = 40
+  variables, _, _, _ = init_apply(cell)
+  b = -np.linspace(0.2, 1.0, N)  # negative: modReLU's dead zone |z| < -b
+  variables = replace_param(variables, "bias", b)
+  p = variables["params"]
+  k = _np(kernel_of(cell, variables)["kernel"])  # row form K = M^T
+  np.testing.assert_allclose(k @ k.T, np.eye(N), atol=1e-5)
+  x = 0.3 * np.random.default_rng(4).normal(size=(2, steps, M))
+  h, want = np.zeros((2, N)), []
+  for t in range(steps):
+    h = np_modrelu(h @ k + x[:, t] @ _np(p["input"]["kernel"]), np.abs(b))
+    want.append(h)
+  layer = layers.Recurrent(cell)
+  got = layer.apply({"params": {"cell": p}}, jnp.asarray(x, jnp.float32))
+  np.testing.assert_allclose(np.asarray(got), np.stack(want, 1), rtol=1e-4, atol=1e-4)
+
+  from lvf_jax import diagnostics
+  xs = jnp.asarray(x, jnp.float32)
+  kept = np.asarray(diagnostics.state_jacobian_norms(cell, p, xs))
+  np.testing.assert_allclose(kept, np.sqrt(N), rtol=1e-4)
+  plain = cell.clone(nonnegative_modrelu_bias=False)
+  lost = np.asarray(diagnostics.state_jacobian_norms(plain, p, xs))
+  assert lost[0] < 0.5 * np.sqrt(N)
+
+
+def test_nonnegative_modrelu_bias_trains_b_through_its_absolute_value():
+  cell = cells.LVFRNNCell(N, activation="modrelu", nonnegative_modrelu_bias=True)
+  variables, h, x, _ = init_apply(cell)
+  b = np.array([-0.3, 0.2, -0.1, 0.4, -0.5, 0.6])
+  variables = replace_param(variables, "bias", b)
+
+  def loss(bias):
+    return jnp.sum(cell.apply(replace_param(variables, "bias", bias), h, x)[0] ** 2)
+
+  g = np.asarray(jax.grad(loss)(jnp.asarray(b, jnp.float32)))
+  g_abs = np.asarray(jax.grad(loss)(jnp.asarray(np.abs(b), jnp.float32)))
+  np.testing.assert_allclose(g, np.sign(b) * g_abs, rtol=1e-5, atol=1e-6)
+  assert np.all(g != 0)
+
+
+def test_nonnegative_modrelu_bias_needs_modrelu():
+  cell = cells.LVFRNNCell(N, activation="tanh", nonnegative_modrelu_bias=True)
+  with pytest.raises(ValueError, match="nonnegative_modrelu_bias=True needs activation"):
+    init_apply(cell)
+
+
 def test_lvf_euler_tends_to_identity():
   cell = cells.LVFRNNCell(N, integrator="euler", tau=1.0)
   variables, _, _, _ = init_apply(cell)

@@ -162,3 +162,27 @@ def test_gated_cells_project_three_arrays_and_step_takes_either_form(name):
     cell.step(prep, h, u0[:2])
   with pytest.raises(ValueError, match="projected inputs must be 3 arrays"):
     cell.step(prep, h, u0[0])
+
+
+def test_lstm_forget_bias_starts_the_forget_gate_bias_there_and_runs_the_equations():
+  """``forget_bias`` shifts only the initial ``b_hf`` (same key, every other leaf equal),
+  and the fused layer with those parameters is the NumPy LSTM loop."""
+  x = jax.random.normal(jax.random.key(0), (B, T, M))
+  plain = layers.Recurrent(cells.LSTMCell(N)).init(jax.random.key(1), x)["params"]["cell"]
+  layer = layers.Recurrent(cells.LSTMCell(N, forget_bias=1.0))
+  params = layer.init(jax.random.key(1), x)["params"]["cell"]
+  flat_plain = jax.tree_util.tree_leaves_with_path(plain)
+  flat = dict(jax.tree_util.tree_leaves_with_path(params))
+  for path, leaf in flat_plain:
+    shift = 1.0 if jax.tree_util.keystr(path) == "['hf']['bias']" else 0.0
+    np.testing.assert_array_equal(np.asarray(flat[path]), np.asarray(leaf) + shift)
+  p = jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), params)
+  c = h = np.zeros((B, N))
+  want = []
+  for t in range(T):
+    c, h = np_lstm_step(p, c, h, np.asarray(x[:, t], np.float64))
+    want.append(h)
+  got = layer.apply({"params": {"cell": params}}, x)
+  np.testing.assert_allclose(np.asarray(got), np.stack(want, 1), rtol=1e-5, atol=1e-5)
+  with pytest.raises(ValueError, match="'forget_bias' must be a finite number"):
+    layers.Recurrent(cells.LSTMCell(N, forget_bias=float("inf"))).init(jax.random.key(1), x)

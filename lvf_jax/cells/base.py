@@ -75,20 +75,24 @@ def check_choice(cls: str, name: str, value: Any, allowed: tuple[str, ...]) -> s
   return value
 
 
-def check_positive_number(cls: str, name: str, value: Any) -> float:
+def _check_number(cls: str, name: str, value: Any, ok: Callable[[float], bool],
+                  what: str) -> float:
   if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-      or not math.isfinite(float(value)) or float(value) <= 0:
-    raise ValueError(
-        f"{cls}: argument '{name}' must be a finite number > 0; got {value!r}.")
+      or not math.isfinite(float(value)) or not ok(float(value)):
+    raise ValueError(f"{cls}: argument '{name}' must be a finite number{what}; got {value!r}.")
   return float(value)
+
+
+def check_positive_number(cls: str, name: str, value: Any) -> float:
+  return _check_number(cls, name, value, lambda v: v > 0, " > 0")
 
 
 def check_nonnegative_number(cls: str, name: str, value: Any) -> float:
-  if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-      or not math.isfinite(float(value)) or float(value) < 0:
-    raise ValueError(
-        f"{cls}: argument '{name}' must be a finite number >= 0; got {value!r}.")
-  return float(value)
+  return _check_number(cls, name, value, lambda v: v >= 0, " >= 0")
+
+
+def check_finite_number(cls: str, name: str, value: Any) -> float:
+  return _check_number(cls, name, value, lambda v: True, "")
 
 
 def check_rho(cls: str, rho: Any, n: int) -> int:

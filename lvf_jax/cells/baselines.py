@@ -125,8 +125,13 @@ class _FlaxGatedCell(base.StructuredCell):
       setattr(self, f"i{gate}", _DenseParams(n, gate in self.INPUT_BIAS, self.kernel_init,
                                              self.bias_init, self.param_dtype))
       setattr(self, f"h{gate}", _DenseParams(n, gate in self.HIDDEN_BIAS,
-                                             self.recurrent_kernel_init, self.bias_init,
-                                             self.param_dtype))
+                                             self.recurrent_kernel_init,
+                                             self._hidden_bias_init(gate), self.param_dtype))
+
+  def _hidden_bias_init(self, gate: str) -> base.Initializer:
+    """The initialiser of gate ``gate``'s hidden-block bias (``bias_init`` for every gate)."""
+    del gate
+    return self.bias_init
 
   def _gate_params(self, side: str, in_features: int, dtype) -> list:
     """``[(kernel (in, n), bias (n,) or None), ...]`` of the ``side`` ('i' or 'h') block of
@@ -187,11 +192,30 @@ class LSTMCell(_FlaxGatedCell):
   parameter tree (``ii, if, ig, io`` kernels; ``hi, hf, hg, ho`` kernels and biases) and
   initialisers (LeCun normal, orthogonal, zeros) it reproduces. One ``(B, n) x (n, 4n)``
   recurrent product per step.
+
+  Attributes:
+    forget_bias: added to the initial forget-gate bias ``b_hf`` (default 0, Flax's zeros).
+      1 starts every unit remembering (Gers, Schmidhuber, Cummins 2000; Jozefowicz,
+      Zaremba, Sutskever 2015), as in the LSTM baseline of Arjovsky, Shah, Bengio 2016
+      (arXiv:1511.06464), whose code sets ``b_f = 1``.
   """
 
   SCAN = "lstm_scan"
   GATES = ("i", "f", "g", "o")
   HIDDEN_BIAS = ("i", "f", "g", "o")
+
+  forget_bias: float = 0.0
+
+  def _hidden_bias_init(self, gate: str) -> base.Initializer:
+    base.check_finite_number(type(self).__name__, "forget_bias", self.forget_bias)
+    if gate != "f" or self.forget_bias == 0:
+      return self.bias_init
+    init, shift = self.bias_init, self.forget_bias
+
+    def shifted(key, shape, dtype=jnp.float32):
+      return init(key, shape, dtype) + jnp.asarray(shift, dtype)
+
+    return shifted
 
   @nn.nowrap
   def step(self, prep: Any, carry: tuple[Array, Array], u: Array):
