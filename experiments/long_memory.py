@@ -77,6 +77,13 @@ class Run:
 ADDING_LVF = (("model.cell.divergence_free", True), ("model.cell.activation", "modrelu"))
 
 
+#: ``ADDING_LVF`` with the input kernel started centred (no drive along the ones vector, which
+#: C_V fixes: the value inputs' mean 1/2 otherwise grows the state's mean linearly in T) and
+#: the modReLU bias used as ``|b|``.
+ADDING_LVF_CENTRED = ADDING_LVF + (("model.cell.center_input_init", True),
+                                   ("model.cell.nonnegative_modrelu_bias", True))
+
+
 #: ``copy.py:lvf`` at T >= 1000 (see NOTES): the input kernel starts centred (no drive along
 #: the ones vector, which C_V fixes), V at Adam 1e-5 and gradients clipped at norm 5.
 COPY_LVF = (("model.cell.center_input_init", True), ("optim.lr_vector_field", 1e-5),
@@ -99,6 +106,8 @@ def _runs() -> list[Run]:
     for model in ("lvf", "exprnn", "lstm", "ncgru"):
       out.append(Run("adding", t, model, batch=batch, steps=10000, eval_every=100,
                      overrides=ADDING_LVF if model == "lvf" else ()))
+    out.append(Run("adding", t, "lvf", batch=batch, steps=10000, eval_every=100,
+                   overrides=ADDING_LVF_CENTRED, variant="centred-nonneg-bias"))
   return out
 
 
