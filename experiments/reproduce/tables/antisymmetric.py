@@ -31,8 +31,9 @@ FCURNN_512_TIME = ("a GPU row: a training step takes 11-22 s on one core of the 
                    "(the 30,030 steps: 90 h or more)")
 #: What the runs of a row showed, keyed by row id (appended to the row's note).
 RUN_NOTES = {
-    "pmnist-lstm": ("stopped by `--time-limit 1800` at 1,750 steps (6 %): the validation loss "
-                    "still falls (1.07 at step 429, 0.69 at 1,750)"),
+    "pmnist-lstm": ("run before the preset started the forget-gate bias at 1 (bias 0, commit "
+                    "bb67c85); stopped by `--time-limit 1800` at 1,750 steps (6 %): the "
+                    "validation loss still falls (1.07 at step 429, 0.69 at 1,750)"),
     "mnist-fcurnn-n116": ("stopped by `--time-limit 1500` at 2,550 steps (8 %; 0.6 s a step "
                           "on one core, about 5 h for the budget): the validation accuracy "
                           "still rises (86.1 % after one epoch, 89.7 % after four, 90.7 % at "
@@ -75,7 +76,9 @@ def _mnist_rows():
         row("lstm", "LSTM (Arjovsky et al., 2016)", (97.3, 92.6)[i], "n=128, 68k",
             config=f"{file}:lstm",
             note=("Quoted by the paper from Arjovsky et al. 2016; the preset is n 128, RMSprop "
-                  f"1e-3, {MNIST_BUDGET} (1.1 s a step on one core: about 9 h); {EVAL}.")),
+                  "1e-3, the forget-gate bias started at 1 as in their code (it does not clip "
+                  f"each gradient entry at 1 as they do), {MNIST_BUDGET} (1.1 s a step on one "
+                  f"core: about 9 h); {EVAL}.")),
         row("fcurnn-n116", "FC uRNN (Wisdom et al., 2016)", (92.8, 92.1)[i], "n=116, 16k",
             config=f"{file}:fcurnn",
             note=_sentence(FCURNN, MNIST_BUDGET, EVAL)),
