@@ -168,6 +168,20 @@ def test_nonnegative_modrelu_bias_needs_modrelu():
     init_apply(cell)
 
 
+def test_lvf_input_init_scale_scales_the_initial_input_kernel_only():
+  x, h = jnp.ones((1, M)), jnp.zeros((1, N))
+  for centred in (False, True):
+    one = cells.LVFRNNCell(N, center_input_init=centred).init(jax.random.key(2), h, x)
+    small = cells.LVFRNNCell(N, center_input_init=centred, input_init_scale=0.01).init(
+        jax.random.key(2), h, x)
+    np.testing.assert_allclose(small["params"]["input"]["kernel"],
+                               0.01 * np.asarray(one["params"]["input"]["kernel"]), rtol=1e-6)
+    for name in ("vector_field", "bias"):
+      np.testing.assert_array_equal(small["params"][name], one["params"][name])
+  with pytest.raises(ValueError, match="'input_init_scale' must be a finite number > 0"):
+    cells.LVFRNNCell(N, input_init_scale=0.0).init(jax.random.key(2), h, x)
+
+
 def test_lvf_euler_tends_to_identity():
   cell = cells.LVFRNNCell(N, integrator="euler", tau=1.0)
   variables, _, _, _ = init_apply(cell)

@@ -169,6 +169,15 @@ def activation_bias_init(name: str) -> Initializer:
   return nn.initializers.zeros_init()
 
 
+def scaled_init(init: Initializer, factor: float) -> Initializer:
+  """``init``'s draws multiplied by ``factor`` (in the draw's dtype)."""
+
+  def scaled(key, shape, dtype=jnp.float32):
+    return init(key, shape, dtype) * jnp.asarray(factor, dtype)
+
+  return scaled
+
+
 def symmetric_uniform(scale: float) -> Initializer:
   """``U(-scale, scale)`` of any shape (scoRNN's input kernel: ``scale = 0.01``)."""
 

@@ -56,6 +56,9 @@ class LVFRNNCell(base.KernelCell):
       without decay; for long sequences with a constant input (the blank of the copy task,
       the values of the adding task) it otherwise grows linearly in ``T``. An
       initialisation choice (the paper does not give one for ``U``); the model is unchanged.
+    input_init_scale: factor ``> 0`` on the input kernel's initial draw (default 1). A
+      divergence-free map keeps every input, so the state's norm at initialisation grows
+      with ``T`` in proportion to the input kernel's scale.
   """
 
   integrator: str = "euler"
@@ -67,6 +70,7 @@ class LVFRNNCell(base.KernelCell):
   kernel_init: base.Initializer = nn.initializers.lecun_normal()
   bias_init: Optional[base.Initializer] = None
   center_input_init: bool = False
+  input_init_scale: float = 1.0
 
   def setup(self):
     name = type(self).__name__
@@ -79,8 +83,11 @@ class LVFRNNCell(base.KernelCell):
     self.vector_field = self.param("vector_field", v_init, (n, n), self.param_dtype)
     self.bias = self.param("bias", self.bias_init or base.activation_bias_init(self.activation),
                            (n,), self.param_dtype)
+    base.check_positive_number(name, "input_init_scale", self.input_init_scale)
     kernel_init = (geometry.centered_over_units(self.kernel_init) if self.center_input_init
                    else self.kernel_init)
+    if self.input_init_scale != 1:
+      kernel_init = base.scaled_init(kernel_init, self.input_init_scale)
     self.input = base.InputProjection(n, use_bias=False, kernel_init=kernel_init,
                                       param_dtype=self.param_dtype, owner=name)
 
