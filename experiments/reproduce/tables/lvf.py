@@ -83,6 +83,12 @@ ROW_NOTES = {
         "runs): the validation NLL is lowest at epoch 8 (8.43) and no lower through epoch "
         "15 (8.59) while the training loss falls to 7.9; as on JSB, the 699-unit one-layer "
         "expRNN at Adam 1e-3 stops improving early (the paper gives no expRNN settings)"),
+    ("musedata", "urnn"): (
+        "stopped by `--time-limit 2400` after 2 of the 30 epochs (1,048 steps, 63 min on one "
+        "core shared with up to four other processes; the first epoch includes compiling a "
+        "program for each new piece length): the validation NLL falls from 10.36 (epoch 1) "
+        "to 8.93 (epoch 2); the 1022-unit uRNN needs several hours here for the reduced "
+        "budget"),
     ("musedata", "lvf"): (
         "run for the full 100 epochs: the validation NLL still falls, slowly (7.45 at epoch "
         "30, 7.36 at 60, 7.31 at 100), and the training loss ends at 6.28: at this budget the "
