@@ -267,8 +267,8 @@ NOTES = {
         "keeps every input; with b >= 0 each step also adds b sign(z), which only grows it. "
         "(The next row starts the input kernel 100 times smaller.) The validation MSE falls "
         "from 77 (step 200) to 21 (600-800) and 6.7 (2,100); dh_T/dh_1 = 1.00, so the "
-        "gradient reaches every step, yet the last state holds no linear trace of the inputs (capacity 0.05 of 128) "
-        "or of the target"),
+        "gradient reaches every step, yet the last state holds no linear trace of the "
+        "inputs (capacity 0.05 of 128) or of the target"),
     "adding-t5000-lstm": (
         "stopped by `--time-limit 900` at 2,450 of 10,000 steps (one core): at the no-memory "
         "level throughout (validation 0.171 to 0.173); dh_T/dh_1 is 0 in float32 and the last "
