@@ -269,6 +269,19 @@ NOTES = {
         "from 77 (step 200) to 21 (600-800) and 6.7 (2,100); dh_T/dh_1 = 1.00, so the "
         "gradient reaches every step, yet the last state holds no linear trace of the "
         "inputs (capacity 0.05 of 128) or of the target"),
+    "adding-t5000-lvf-small-input": (
+        "the row two above with the input kernel started centred and 100 times smaller "
+        "(`input_init_scale=0.01`), stopped by `--time-limit 1800` at 1,850 steps (one core "
+        "shared with two other runs): the oversized start is gone (the state's norm at "
+        "initialisation is 0.74 after 10 steps and 51 after 5,000, against 40 and 2,300; the "
+        "validation MSE is 0.188 at step 200), but the model stays at the no-memory level "
+        "(best 0.1695 at step 1,200) and dh_T/dh_1 = 3.7e-16: the state's entries are now of "
+        "the size of the modReLU biases, 88 % of which are negative after training, and 29 % "
+        "of the hidden outputs on four validation sequences are exactly 0 (0.08 % in the row "
+        "two above), so no gradient crosses the sequence. The last state holds the latest "
+        "value inputs only (R^2 0.49 at k = 1, 0.15 at 10, 0 from 100 on; capacity 4.9 of "
+        "128). Small inputs need the dead zone gone; |b| removes it but grows the state "
+        "(row above): neither alone solves the long adding task"),
     "adding-t5000-lstm": (
         "stopped by `--time-limit 900` at 2,450 of 10,000 steps (one core): at the no-memory "
         "level throughout (validation 0.171 to 0.173); dh_T/dh_1 is 0 in float32 and the last "
