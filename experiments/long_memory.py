@@ -88,6 +88,10 @@ ADDING_LVF_CENTRED = ADDING_LVF + (("model.cell.center_input_init", True),
 ADDING_LVF_SMALL_INPUT = ADDING_LVF + (("model.cell.center_input_init", True),
                                        ("model.cell.input_init_scale", 0.01))
 
+#: ``ADDING_LVF_SMALL_INPUT`` with the modReLU bias used as ``|b|`` (no dead zone).
+ADDING_LVF_SMALL_INPUT_NONNEG = ADDING_LVF_SMALL_INPUT + (
+    ("model.cell.nonnegative_modrelu_bias", True),)
+
 
 #: ``copy.py:lvf`` at T >= 1000 (see NOTES): the input kernel starts centred (no drive along
 #: the ones vector, which C_V fixes), V at Adam 1e-5 and gradients clipped at norm 5.
@@ -114,6 +118,9 @@ def _runs() -> list[Run]:
     if t == 5000:
       out.append(Run("adding", t, "lvf", batch=batch, steps=10000, eval_every=100,
                      overrides=ADDING_LVF_CENTRED, variant="centred-nonneg-bias"))
+      out.append(Run("adding", t, "lvf", batch=batch, steps=10000, eval_every=100,
+                     overrides=ADDING_LVF_SMALL_INPUT_NONNEG,
+                     variant="small-input-nonneg-bias"))
     out.append(Run("adding", t, "lvf", batch=batch, steps=10000, eval_every=100,
                    overrides=ADDING_LVF_SMALL_INPUT, variant="small-input"))
   return out
@@ -227,11 +234,11 @@ NOTES = {
         "output exactly 0 at each step (|z| below a negative bias), which passes no gradient, "
         "so the divergence-free map no longer keeps the gradient's norm over the 2,020 steps. "
         "At T = 1000 the same recipe kept dh_T/dh_1 = 0.64. With these trained weights and "
-        "|b| in place of b, dh_T/dh_1 is 1.00 (the next row trains that way)"),
+        "|b| in place of b, dh_T/dh_1 is 1.00 (`copy-t2000-lvf-nonneg-bias` trains so)"),
     "copy-t2000-lvf-nonneg-bias": (
-        "the run above with |b| as the modReLU bias (`nonnegative_modrelu_bias`), stopped by "
+        "`copy-t2000-lvf` with |b| as the modReLU bias (`nonnegative_modrelu_bias`), stopped by "
         "`--time-limit 3600` at 13,050 of 20,000 steps (one core, shared with a second run "
-        "for the whole hour): it leaves the no-memory level where the run above stays. The "
+        "for the whole hour): it leaves the no-memory level where `copy-t2000-lvf` stays. The "
         "validation cross entropy is 0.0132 at step 1,000, 0.0041 at 3,000 (accuracy 73 %), "
         "0.0025 at 6,000 and 0.0021 at 13,050 (86 %), still falling slowly, with spikes on "
         "the way (0.024 at 2,500); the target 1e-3 is not reached in the hour. dh_T/dh_1 = "
@@ -256,32 +263,35 @@ NOTES = {
         "but the last state holds almost nothing of the value inputs (R^2 0.04 at k = 1, 0 "
         "from k = 10 on; capacity 0.9 of 128) or of the target"),
     "adding-t5000-lvf-centred-nonneg-bias": (
-        "the run above with the input kernel started centred and |b| as the modReLU bias, "
+        "`adding-t5000-lvf` with the input kernel started centred and |b| as the modReLU bias, "
         "stopped by `--time-limit 1800` at 2,200 steps (one core shared with two other runs): "
-        "no better. At initialisation the training loss on one batch is 52,343 for the run "
-        "above (the value inputs' mean 1/2 drives the state along the ones vector, which C_V "
+        "no better. At initialisation the training loss on one batch is 52,343 for "
+        "`adding-t5000-lvf` (the value inputs' mean 1/2 drives the state along the ones "
+        "vector, which C_V "
         "fixes), 219 with the centred kernel alone and 250 with both. The state itself is as "
         "large in all three: at initialisation its norm (mean over 8 validation sequences) "
         "is 40 after 10 steps, about 690 after 1,000 and 2,200-2,350 after 5,000, because "
         "the input kernel's LeCun-normal columns (fan-in 2) are large and the orthogonal map "
         "keeps every input; with b >= 0 each step also adds b sign(z), which only grows it. "
-        "(The next row starts the input kernel 100 times smaller.) The validation MSE falls "
+        "(`adding-t5000-lvf-small-input` starts the input kernel 100 times smaller.) The "
+        "validation MSE falls "
         "from 77 (step 200) to 21 (600-800) and 6.7 (2,100); dh_T/dh_1 = 1.00, so the "
         "gradient reaches every step, yet the last state holds no linear trace of the "
         "inputs (capacity 0.05 of 128) or of the target"),
     "adding-t5000-lvf-small-input": (
-        "the row two above with the input kernel started centred and 100 times smaller "
+        "`adding-t5000-lvf` with the input kernel started centred and 100 times smaller "
         "(`input_init_scale=0.01`), stopped by `--time-limit 1800` at 1,850 steps (one core "
         "shared with two other runs): the oversized start is gone (the state's norm at "
         "initialisation is 0.74 after 10 steps and 51 after 5,000, against 40 and 2,300; the "
         "validation MSE is 0.188 at step 200), but the model stays at the no-memory level "
         "(best 0.1695 at step 1,200) and dh_T/dh_1 = 3.7e-16: the state's entries are now of "
         "the size of the modReLU biases, 88 % of which are negative after training, and 29 % "
-        "of the hidden outputs on four validation sequences are exactly 0 (0.08 % in the row "
-        "two above), so no gradient crosses the sequence. The last state holds the latest "
+        "of the hidden outputs on four validation sequences are exactly 0 (0.08 % in "
+        "`adding-t5000-lvf`), so no gradient crosses the sequence. The last state holds the latest "
         "value inputs only (R^2 0.49 at k = 1, 0.15 at 10, 0 from 100 on; capacity 4.9 of "
         "128). Small inputs need the dead zone gone; |b| removes it but grows the state "
-        "(row above): neither alone solves the long adding task"),
+        "(`adding-t5000-lvf-centred-nonneg-bias`); `adding-t5000-lvf-small-input-nonneg-bias` "
+        "combines the two"),
     "adding-t5000-lstm": (
         "stopped by `--time-limit 900` at 2,450 of 10,000 steps (one core): at the no-memory "
         "level throughout (validation 0.171 to 0.173); dh_T/dh_1 is 0 in float32 and the last "
