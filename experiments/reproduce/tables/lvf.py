@@ -89,6 +89,12 @@ ROW_NOTES = {
         "program for each new piece length): the validation NLL falls from 10.36 (epoch 1) "
         "to 8.93 (epoch 2); the 1022-unit uRNN needs several hours here for the reduced "
         "budget"),
+    ("musedata", "eurnn"): (
+        "stopped by `--time-limit 1200` at the end of its first epoch (524 steps, 43 min on "
+        "one core shared with up to three other runs): validation NLL 12.02 and test 12.80, "
+        "above the no-memory level 11.65, with a mean training loss of 16.8 and gradient "
+        "norm about 1,200 (clipped at 20) over the epoch; on JSB the same model was at its "
+        "best (9.31) at epoch 2; the 30-epoch reduced budget needs about 20 h at this pace"),
     ("musedata", "lvf"): (
         "run for the full 100 epochs: the validation NLL still falls, slowly (7.45 at epoch "
         "30, 7.36 at 60, 7.31 at 100), and the training loss ends at 6.28: at this budget the "
