@@ -300,6 +300,15 @@ NOTES = {
         "128). Small inputs need the dead zone gone; |b| removes it but grows the state "
         "(`adding-t5000-lvf-centred-nonneg-bias`); `adding-t5000-lvf-small-input-nonneg-bias` "
         "combines the two"),
+    "adding-t5000-lvf-small-input-nonneg-bias": (
+        "`adding-t5000-lvf-small-input` with |b| as the modReLU bias, stopped by "
+        "`--time-limit 1200` at 2,100 steps (one core, shared): at the no-memory level "
+        "throughout (validation 0.196 at step 400, 0.18-0.19 from 1,200 on, best 0.1697 at "
+        "2,100). The state's norm at initialisation is 0.96 after 10 steps and 238 after "
+        "5,000 (the |b| drift), dh_T/dh_1 = 1.00, and the last state holds no linear trace "
+        "of the inputs (capacity 0.12 of 128) or of the target: with the gradient reaching "
+        "every step, the ungated lvfRNN still does not find the two marked values in these "
+        "steps"),
     "adding-t5000-lstm": (
         "stopped by `--time-limit 900` at 2,450 of 10,000 steps (one core): at the no-memory "
         "level throughout (validation 0.171 to 0.173); dh_T/dh_1 is 0 in float32 and the last "
