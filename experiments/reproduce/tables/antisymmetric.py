@@ -34,6 +34,13 @@ RUN_NOTES = {
     "pmnist-lstm": ("run before the preset started the forget-gate bias at 1 (bias 0, commit "
                     "bb67c85); stopped by `--time-limit 1800` at 1,750 steps (6 %): the "
                     "validation loss still falls (1.07 at step 429, 0.69 at 1,750)"),
+    "mnist-lstm": ("stopped by `--time-limit 6300` at 2,200 steps (7 %; 2.9 s a step on one "
+                   "core shared with a second run, so 1.8 h): at chance (11.4 %) for 1,100 "
+                   "steps, 24.2 % validation accuracy at step 1,287, 20.3 % at 1,716 and back "
+                   "near chance at 2,145 (training accuracy 21 % at steps 1,300-1,800, 11 % at "
+                   "2,200): the unpermuted digits end in about 100 blank pixels, so the "
+                   "gradient must cross them before the LSTM learns; a first try with the "
+                   "forget-gate bias at 0 was still at chance at step 1,287 when stopped"),
     "mnist-fcurnn-n116": ("stopped by `--time-limit 1500` at 2,550 steps (8 %; 0.6 s a step "
                           "on one core, about 5 h for the budget): the validation accuracy "
                           "still rises (86.1 % after one epoch, 89.7 % after four, 90.7 % at "
