@@ -115,14 +115,14 @@ def _runs() -> list[Run]:
     for model in ("lvf", "exprnn", "lstm", "ncgru"):
       out.append(Run("adding", t, model, batch=batch, steps=10000, eval_every=100,
                      overrides=ADDING_LVF if model == "lvf" else ()))
-    if t == 5000:
+    if t == 5000:  # the lvfRNN's long-sequence variants, tried at one length
       out.append(Run("adding", t, "lvf", batch=batch, steps=10000, eval_every=100,
                      overrides=ADDING_LVF_CENTRED, variant="centred-nonneg-bias"))
       out.append(Run("adding", t, "lvf", batch=batch, steps=10000, eval_every=100,
+                     overrides=ADDING_LVF_SMALL_INPUT, variant="small-input"))
+      out.append(Run("adding", t, "lvf", batch=batch, steps=10000, eval_every=100,
                      overrides=ADDING_LVF_SMALL_INPUT_NONNEG,
                      variant="small-input-nonneg-bias"))
-    out.append(Run("adding", t, "lvf", batch=batch, steps=10000, eval_every=100,
-                   overrides=ADDING_LVF_SMALL_INPUT, variant="small-input"))
   return out
 
 
