@@ -453,11 +453,13 @@ class KernelCell(StructuredCell):
 
   Attributes:
     nonnegative_modrelu_bias: use ``|b|`` as the modReLU bias (the parameter ``b`` is kept
-      and trained as is; modReLU cells only). modReLU (Arjovsky, Shah, Bengio 2016,
-      arXiv:1511.06464, eq. 8), ``relu(|z| + b) z / |z|``, outputs 0 with zero derivative
-      wherever ``|z| < -b``; with ``b >= 0`` it is ``z + b sign(z)``, whose derivative is the
-      identity for ``z != 0``, so with an orthogonal (unitary) recurrent matrix every step's
-      Jacobian is orthogonal and ``||dh_T / dh_1||`` stays that of the identity at any ``T``.
+      and trained through ``|b|``, which has no slope at ``b = 0``; modReLU cells only).
+      modReLU (Arjovsky, Shah, Bengio 2016, arXiv:1511.06464, eq. 8),
+      ``relu(|z| + b) z / |z|``, outputs 0 with zero derivative wherever ``|z| < -b``. With
+      ``b >= 0`` no unit has that dead zone; for a real state it is ``z + b sign(z)``, whose
+      derivative is the identity for ``z != 0``, so with an orthogonal recurrent matrix every
+      step's Jacobian is orthogonal and ``||dh_T / dh_1||`` stays that of the identity at
+      any ``T``. Each step then also adds ``b sign(z)``, which grows the state's norm.
   """
 
   DENSE_INPUT = True
