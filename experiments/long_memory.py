@@ -80,8 +80,8 @@ ADDING_LVF = (("model.cell.divergence_free", True), ("model.cell.activation", "m
 #: ``ADDING_LVF`` with the input kernel started centred (no drive along the ones vector, which
 #: C_V fixes: the value inputs' mean 1/2 otherwise grows the state's mean linearly in T) and
 #: the modReLU bias used as ``|b|``.
-ADDING_LVF_CENTRED = ADDING_LVF + (("model.cell.center_input_init", True),
-                                   ("model.cell.nonnegative_modrelu_bias", True))
+ADDING_LVF_CENTRED_NONNEG = ADDING_LVF + (("model.cell.center_input_init", True),
+                                          ("model.cell.nonnegative_modrelu_bias", True))
 
 #: ``ADDING_LVF`` with the input kernel started centred and 100 times smaller (scoRNN's input
 #: weights are U(-0.01, 0.01)): the state's norm at initialisation scales with it.
@@ -91,6 +91,12 @@ ADDING_LVF_SMALL_INPUT = ADDING_LVF + (("model.cell.center_input_init", True),
 #: ``ADDING_LVF_SMALL_INPUT`` with the modReLU bias used as ``|b|`` (no dead zone).
 ADDING_LVF_SMALL_INPUT_NONNEG = ADDING_LVF_SMALL_INPUT + (
     ("model.cell.nonnegative_modrelu_bias", True),)
+
+#: The lvfRNN's long-sequence variants of the adding task, ``(variant, overrides)``, tried at
+#: T = 5000 only.
+ADDING_LVF_VARIANTS = (("centred-nonneg-bias", ADDING_LVF_CENTRED_NONNEG),
+                       ("small-input", ADDING_LVF_SMALL_INPUT),
+                       ("small-input-nonneg-bias", ADDING_LVF_SMALL_INPUT_NONNEG))
 
 
 #: ``copy.py:lvf`` at T >= 1000 (see NOTES): the input kernel starts centred (no drive along
@@ -115,14 +121,9 @@ def _runs() -> list[Run]:
     for model in ("lvf", "exprnn", "lstm", "ncgru"):
       out.append(Run("adding", t, model, batch=batch, steps=10000, eval_every=100,
                      overrides=ADDING_LVF if model == "lvf" else ()))
-    if t == 5000:  # the lvfRNN's long-sequence variants, tried at one length
+    for variant, overrides in ADDING_LVF_VARIANTS if t == 5000 else ():
       out.append(Run("adding", t, "lvf", batch=batch, steps=10000, eval_every=100,
-                     overrides=ADDING_LVF_CENTRED, variant="centred-nonneg-bias"))
-      out.append(Run("adding", t, "lvf", batch=batch, steps=10000, eval_every=100,
-                     overrides=ADDING_LVF_SMALL_INPUT, variant="small-input"))
-      out.append(Run("adding", t, "lvf", batch=batch, steps=10000, eval_every=100,
-                     overrides=ADDING_LVF_SMALL_INPUT_NONNEG,
-                     variant="small-input-nonneg-bias"))
+                     overrides=overrides, variant=variant))
   return out
 
 
@@ -272,32 +273,30 @@ NOTES = {
         "from k = 10 on; capacity 0.9 of 128) or of the target"),
     "adding-t5000-lvf-centred-nonneg-bias": (
         "`adding-t5000-lvf` with the input kernel started centred and |b| as the modReLU bias, "
-        "stopped by `--time-limit 1800` at 2,200 steps (one core shared with two other runs): "
-        "no better. At initialisation the training loss on one batch is 52,343 for "
-        "`adding-t5000-lvf` (the value inputs' mean 1/2 drives the state along the ones "
-        "vector, which C_V "
-        "fixes), 219 with the centred kernel alone and 250 with both. The state itself is as "
-        "large in all three: at initialisation its norm (mean over 8 validation sequences) "
-        "is 40 after 10 steps, about 690 after 1,000 and 2,200-2,350 after 5,000, because "
-        "the input kernel's LeCun-normal columns (fan-in 2) are large and the orthogonal map "
-        "keeps every input; with b >= 0 each step also adds b sign(z), which only grows it. "
+        "stopped by `--time-limit 1800` at 2,200 steps (one core shared with two other runs): no "
+        "better. At initialisation the training loss on one batch is 52,343 for "
+        "`adding-t5000-lvf` (the value inputs' mean 1/2 drives the state along the ones vector, "
+        "which C_V fixes), 219 with the centred kernel alone and 250 with both. The state itself "
+        "is as large in all three: at initialisation its norm (mean over 8 validation sequences) "
+        "is 40 after 10 steps, about 690 after 1,000 and 2,200-2,350 after 5,000, because the "
+        "input kernel's LeCun-normal columns (fan-in 2) are large and the orthogonal map keeps "
+        "every input; with b >= 0 each step also adds b sign(z), which only grows it. "
         "(`adding-t5000-lvf-small-input` starts the input kernel 100 times smaller.) The "
-        "validation MSE falls "
-        "from 77 (step 200) to 21 (600-800) and 6.7 (2,100); dh_T/dh_1 = 1.00, so the "
-        "gradient reaches every step, yet the last state holds no linear trace of the "
-        "inputs (capacity 0.05 of 128) or of the target"),
+        "validation MSE falls from 77 (step 200) to 21 (600-800) and 6.7 (2,100); dh_T/dh_1 = "
+        "1.00, so the gradient reaches every step, yet the last state holds no linear trace of "
+        "the inputs (capacity 0.05 of 128) or of the target"),
     "adding-t5000-lvf-small-input": (
         "`adding-t5000-lvf` with the input kernel started centred and 100 times smaller "
         "(`input_init_scale=0.01`), stopped by `--time-limit 1800` at 1,850 steps (one core "
         "shared with two other runs): the oversized start is gone (the state's norm at "
         "initialisation is 0.74 after 10 steps and 51 after 5,000, against 40 and 2,300; the "
-        "validation MSE is 0.188 at step 200), but the model stays at the no-memory level "
-        "(best 0.1695 at step 1,200) and dh_T/dh_1 = 3.7e-16: the state's entries are now of "
-        "the size of the modReLU biases, 88 % of which are negative after training, and 29 % "
-        "of the hidden outputs on four validation sequences are exactly 0 (0.08 % in "
-        "`adding-t5000-lvf`), so no gradient crosses the sequence. The last state holds the latest "
-        "value inputs only (R^2 0.49 at k = 1, 0.15 at 10, 0 from 100 on; capacity 4.9 of "
-        "128). Small inputs need the dead zone gone; |b| removes it but grows the state "
+        "validation MSE is 0.188 at step 200), but the model stays at the no-memory level (best "
+        "0.1695 at step 1,200) and dh_T/dh_1 = 3.7e-16: the state's entries are now of the size "
+        "of the modReLU biases, 88 % of which are negative after training, and 29 % of the hidden "
+        "outputs on four validation sequences are exactly 0 (0.08 % in `adding-t5000-lvf`), so no "
+        "gradient crosses the sequence. The last state holds the latest value inputs only (R^2 "
+        "0.49 at k = 1, 0.15 at 10, 0 from 100 on; capacity 4.9 of 128). Small inputs need the "
+        "dead zone gone; |b| removes it but grows the state "
         "(`adding-t5000-lvf-centred-nonneg-bias`); `adding-t5000-lvf-small-input-nonneg-bias` "
         "combines the two"),
     "adding-t5000-lvf-small-input-nonneg-bias": (
