@@ -6,6 +6,7 @@ command line for two steps on tiny data and lands in its table's page; the page'
 statistics are NumPy's; every released model re-evaluates to the figure on its card.
 """
 
+import dataclasses
 import json
 import math
 import os
@@ -44,6 +45,8 @@ def test_every_paper_has_tables_and_every_row_is_complete():
       assert r.config or r.blocker or r.analytic, (t.id, r.id)
       assert set(r.paper) <= set(rows.METRICS)
       assert all(math.isfinite(v) for v in r.paper.values()), (t.id, r.id)
+      if r.runs_of:  # the row it names exists, trains, and has the same config and budget
+        rows.source(t, r)
 
 
 def test_synthetic_rows_take_the_table_model_and_column_notes():
@@ -301,6 +304,45 @@ def test_blocked_rows_say_why_and_keep_their_command(tmp_path):
   for row in table.rows:
     assert row.blocker is None or row.blocker in page
     assert harness.command(table, row) in page
+
+
+def test_a_row_reading_another_rows_runs_uses_its_directory_and_its_config(tmp_path):
+  """nnRNN Table 4 reports the accuracy of Table 1's model states: its rows read Table 1's
+  runs (no second training, Table 1's command on the page); a row whose config or budget
+  differs from the row it names, or that names a row reading a third, is refused."""
+  t1, t4 = rows.get("nnrnn-t1"), rows.get("nnrnn-t4")
+  assert len(t4.rows) == len(t1.rows)
+  for row in t4.rows:
+    assert rows.source(t4, row) == (t1, t1.row(row.id))
+  row_id = "ptbchar-nnrnn-n1024-t150"
+  reader = t4.row(row_id)
+  _fake_result(tmp_path, t1, t1.row(row_id), 0, {"test_bpc": 1.5, "test_accuracy": 67.25})
+  (result,) = harness.results_of_row(t4, reader, str(tmp_path))
+  assert result["row"] == row_id and result["table"] == "nnrnn-t1"
+  logged = []
+  done = harness.run_row(t4, reader, str(tmp_path), steps=100, log=logged.append)
+  assert done == result and "nnrnn-t1/" + row_id in logged[0] and "skipped" in logged[0]
+  assert not (tmp_path / "nnrnn-t4").exists()
+  page = harness.table_markdown(t4, str(tmp_path))
+  line = next(l for l in page.splitlines()
+              if l.startswith("| PTB-char, fixed # hidden units (N = 1024), BPTT 150 | nnRNN |"))
+  assert "| 67.2 % |" in line
+  assert f"`python -m experiments.reproduce nnrnn-t1 --rows {row_id}`" in page
+  assert harness.command(t4, reader) == harness.command(t1, t1.row(row_id))
+  assert harness.release_row(t4, reader, str(tmp_path)).startswith(
+      f"not released (the runs of nnrnn-t1/{row_id}")
+  # a reading row must share the config and budget, and name the row that trains
+  longer = rows.Table(paper="x", number="1", caption="", citation="", rows=(
+      dataclasses.replace(reader, run_steps=reader.run_steps + 1),
+      dataclasses.replace(reader, id="second", runs_of=f"nnrnn-t4/{row_id}")))
+  with pytest.raises(ValueError, match=r"other \['run_steps'\]"):
+    rows.source(longer, longer.rows[0])
+  with pytest.raises(ValueError, match="reads the runs of 'nnrnn-t1/"):
+    rows.source(longer, longer.rows[1])
+  with pytest.raises(ValueError, match="runs_of must be '<table>/<row>'"):
+    dataclasses.replace(reader, runs_of="nnrnn-t1")
+  with pytest.raises(ValueError, match="unknown row"):
+    rows.source(longer, dataclasses.replace(reader, runs_of="nnrnn-t1/nope"))
 
 
 def test_metrics_of_run_derive_bpc_ppl_and_minimum_training_loss(tmp_path):

@@ -75,7 +75,8 @@ def main(argv=None) -> int:
     for t in rows.tables().values():
       print(f"{t.id}: {t.citation}, Table {t.number}: {t.caption}")
       for r in t.rows:
-        state = f"  [{r.blocker}]" if r.blocker else ""
+        state = (f"  [{r.blocker}]" if r.blocker else "") + (
+            f"  [the runs of {r.runs_of}]" if r.runs_of else "")
         print(f"  {r.id:32s} {r.model} / {r.task} -> {r.config}{state}")
     return 0
   smoke_root = os.path.join(harness.ROOT, "runs", "reproduce-smoke")

@@ -25,6 +25,7 @@ from typing import Iterable, Iterator, Optional
 import numpy as np
 
 from experiments.reproduce import archive as archive_lib
+from experiments.reproduce import rows as rows_lib
 from experiments.reproduce.rows import Row, Table
 from lvf_jax.train.config import set_field
 from lvf_jax.train.reporting import MetricWriter
@@ -105,7 +106,9 @@ def shrink_for_smoke(c, *, steps: int = 2) -> None:
 
 def command(table: Table, row: Row, *, steps: Optional[int] = None,
             seeds: Optional[int] = None) -> str:
-  """The shell command that runs ``row`` (its full budget unless ``steps``)."""
+  """The shell command that runs ``row`` (its full budget unless ``steps``); for a row
+  that reads another's runs (``Row.runs_of``), the command of that row."""
+  table, row = rows_lib.source(table, row)
   parts = ["python", "-m", "experiments.reproduce", table.id, "--rows", row.id]
   if steps:
     parts += ["--steps", str(steps)]
@@ -199,12 +202,20 @@ def write_result(run_dir: str, result: dict) -> None:
   _write_json(os.path.join(run_dir, RESULT), result)
 
 
+def row_dir(table: Table, row: Row, workdir: str, seed: Optional[int] = None) -> str:
+  """``<workdir>/<table>/<row>``, the directory of ``row``'s seeds (``seed``: that seed's
+  run directory); for a row with ``runs_of``, the directory of the row it names."""
+  table, row = rows_lib.source(table, row)
+  base = os.path.join(workdir, table.id, row.id)
+  return base if seed is None else os.path.join(base, f"seed{seed}")
+
+
 def compute_row(table: Table, row: Row, workdir: str, log=print) -> dict:
   """Computes an analytic ``row`` (:mod:`experiments.reproduce.analytic`) and returns its
   result (also in ``result.json``); its ``steps`` are 0."""
   from experiments.reproduce import analytic  # pylint: disable=g-import-not-at-top
   commit = started_at_commit()
-  run_dir = os.path.join(workdir, table.id, row.id, "seed0")
+  run_dir = row_dir(table, row, workdir, 0)
   os.makedirs(run_dir, exist_ok=True)
   t0 = time.time()
   values = getattr(analytic, row.analytic)(**row.analytic_args)
@@ -229,14 +240,16 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
 
   ``time_limit`` (seconds, 0: none) stops the training at its next log step after that
   long (``config.train.time_limit``): the result then counts the steps reached, and running
-  the row again resumes it."""
+  the row again resumes it. A row with ``runs_of`` runs the row it names (in that row's
+  directory, with that row's identity in the result)."""
+  table, row = rows_lib.source(table, row)
   if row.analytic:
     return compute_row(table, row, workdir, log=log)
   commit = started_at_commit()
   from lvf_jax import train  # pylint: disable=g-import-not-at-top
   c = row_config(row, seed=seed, steps=steps, smoke=smoke)
   c.train.time_limit = float(time_limit)
-  run_dir = os.path.join(workdir, table.id, row.id, f"seed{seed}")
+  run_dir = row_dir(table, row, workdir, seed)
   done = read_result(run_dir)
   if done is not None and done["steps"] == int(c.train.steps):
     log(f"reproduce: {table.id}/{row.id} seed {seed}: done ({done['steps']} steps), skipped")
@@ -295,7 +308,7 @@ def reevaluate_row(table: Table, row: Row, workdir: str, log=print) -> list[dict
   """
   updated = []
   for result in results_of_row(table, row, workdir):
-    run_dir = os.path.join(workdir, table.id, row.id, f"seed{result['seed']}")
+    run_dir = row_dir(table, row, workdir, result["seed"])
     where = f"reproduce: {table.id}/{row.id} seed {result['seed']}"
     if row.analytic or result.get("diverged_at"):
       log(f"{where}: not re-evaluated (analytic or diverged)")
@@ -392,8 +405,8 @@ def read_result(run_dir: str) -> Optional[dict]:
 
 
 def results_of_row(table: Table, row: Row, workdir: str) -> list[dict]:
-  """The finished seeds of ``row`` under ``workdir``, in seed order."""
-  base = os.path.join(workdir, table.id, row.id)
+  """The finished seeds of ``row`` under ``workdir`` (:func:`row_dir`), in seed order."""
+  base = row_dir(table, row, workdir)
   if not os.path.isdir(base):
     return []
   out = []
@@ -505,7 +518,7 @@ def archive_results(table: Table, workdir: str, archive: dict) -> dict:
       if not archive_lib.supersedes(r, old):
         continue
       split = _curve_split(row)
-      points = _run_curve(os.path.join(workdir, table.id, row.id, f"seed{r['seed']}"), split)
+      points = _run_curve(row_dir(table, row, workdir, r["seed"]), split)
       seeds[str(r["seed"])] = {**r, "curve": {"split": split,
                                               "points": archive_lib.thin_curve(points)}}
   return archive
@@ -628,8 +641,8 @@ def _curves(table: Table, workdir: str, archive: Optional[dict] = None) -> list:
     if not results:
       continue
     split = _curve_split(row)
-    pts = _run_curve(os.path.join(workdir, table.id, row.id, f"seed{results[0]['seed']}"),
-                     split) or (results[0].get("curve") or {}).get("points", [])
+    pts = (_run_curve(row_dir(table, row, workdir, results[0]["seed"]), split)
+           or (results[0].get("curve") or {}).get("points", []))
     if pts:
       curves.append((f"{row.model} ({row.task})", np.asarray(pts, np.float64), split))
   return curves
@@ -727,12 +740,14 @@ def release_row(table: Table, row: Row, workdir: str) -> str:
   from lvf_jax import zoo  # pylint: disable=g-import-not-at-top
   if row.analytic:
     return "not released (a computed row has no weights)"
+  if row.runs_of:
+    return f"not released (the runs of {row.runs_of}: release that row)"
   results = [r for r in results_of_row(table, row, workdir) if not r.get("smoke")]
   status = verdict(row.paper, results)
   if status != "meets":
     return f"not released ({'no runs' if not results else 'does not meet the paper'})"
   best = min(results, key=lambda r: r["metrics"].get("val_loss", math.inf))
-  run_dir = os.path.join(workdir, table.id, row.id, f"seed{best['seed']}")
+  run_dir = row_dir(table, row, workdir, best["seed"])
   from lvf_jax.tasks import TASKS  # pylint: disable=g-import-not-at-top
   task = row_config(row).task.name
   data = ("synthetic (drawn from the seed)" if task in TASKS else

@@ -67,6 +67,11 @@ class Row:
       of the function of :mod:`experiments.reproduce.analytic` that computes its metrics
       (called with ``analytic_args``); ``config`` is then None.
     analytic_args: keyword arguments of ``analytic``.
+    runs_of: ``'<table>/<row>'`` of another row whose runs this row reads, for a cell that
+      reports another metric (or another printed value) of the same trained models, e.g.
+      nnRNN Table 4's accuracies of Table 1's model states. The row keeps its own config
+      and budget, which must equal the other row's (:func:`source`); running it runs (or
+      finds) the other row's seeds in that row's directory.
   """
 
   id: str
@@ -83,6 +88,7 @@ class Row:
   note: str = ""
   analytic: Optional[str] = None
   analytic_args: dict = dataclasses.field(default_factory=dict)
+  runs_of: Optional[str] = None
 
   def __post_init__(self):
     unknown = sorted(set(self.paper) - set(METRICS))
@@ -92,6 +98,10 @@ class Row:
       raise ValueError(f"Row {self.id!r}: a row without a config needs a blocker.")
     if self.seeds < 1:
       raise ValueError(f"Row {self.id!r}: seeds must be >= 1; got {self.seeds}.")
+    if self.runs_of is not None and (self.runs_of.count("/") != 1 or self.config is None):
+      raise ValueError(f"Row {self.id!r}: runs_of must be '<table>/<row>' and the row needs "
+                       f"the config of those runs; got runs_of={self.runs_of!r}, "
+                       f"config={self.config!r}.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +149,35 @@ def get(table_id: str) -> Table:
   if table_id not in all_tables:
     raise ValueError(f"unknown table {table_id!r}; tables are {sorted(all_tables)}.")
   return all_tables[table_id]
+
+
+#: The fields a row with ``runs_of`` must share with the row whose runs it reads.
+RUN_FIELDS = ("config", "overrides", "steps", "run_steps", "seeds", "blocker")
+
+
+def source(table: Table, row: Row) -> tuple[Table, Row]:
+  """The table and row whose runs ``row`` reads: ``row.runs_of`` resolved, else ``(table,
+  row)`` itself.
+
+  Raises:
+    ValueError: ``runs_of`` names an unknown table or row, a row that itself reads another's
+      runs, or a row whose run fields (:data:`RUN_FIELDS`) differ from ``row``'s.
+  """
+  if row.runs_of is None:
+    return table, row
+  table_id, row_id = row.runs_of.split("/")
+  other_table = get(table_id)
+  other = other_table.row(row_id)
+  if other.runs_of is not None:
+    raise ValueError(f"{table.id}/{row.id}: runs_of {row.runs_of!r} reads the runs of "
+                     f"{other.runs_of!r} itself; name that row instead.")
+  differ = [f for f in RUN_FIELDS if getattr(row, f) != getattr(other, f)]
+  if differ:
+    raise ValueError(f"{table.id}/{row.id}: runs_of {row.runs_of!r} has other {differ} "
+                     f"({[getattr(row, f) for f in differ]} here, "
+                     f"{[getattr(other, f) for f in differ]} there); a row can only read "
+                     "the runs of the same config and budget.")
+  return other_table, other
 
 
 def as_dict(row: Row) -> dict[str, Any]:

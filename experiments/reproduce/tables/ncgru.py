@@ -213,10 +213,11 @@ T6 = Table(
                   "layer of 772 units at the NC-GRU budget, Adam 1e-3, clip 0.25; "
                   + PTB_WORD_NOTE + ".")),
         Row(id="ptbword-gru-bai", task="PTB-word", model="GRU", paper={"test_ppl": 92.48},
-            config="ptb_word.py:gru", run_steps=2080,
+            config="ptb_word.py:gru", run_steps=2080, runs_of="ncgru-t6/ptbword-gru",
             note=("Quoted by the paper from Bai et al. 2018 (the same cell also gives the "
-                  "authors' own 80.73, row ptbword-gru); the preset is one layer of 829 units, "
-                  "Adam 1e-3, clip 0.25; " + PTB_WORD_NOTE + ".")),
+                  "authors' own 80.73, row ptbword-gru, whose runs this row reads); the "
+                  "preset is one layer of 829 units, Adam 1e-3, clip 0.25; " + PTB_WORD_NOTE
+                  + ".")),
         Row(id="ptbword-gru", task="PTB-word", model="GRU", paper={"test_ppl": 80.73},
             config="ptb_word.py:gru", run_steps=2080,
             note=("The authors' own GRU run (in parentheses next to the quoted 92.48); their "

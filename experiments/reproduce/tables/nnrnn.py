@@ -84,9 +84,10 @@ COLUMNS = (("params", 150), ("params", 300), ("n1024", 150), ("n1024", 300))
 
 
 def _ptb_row(slug, name, preset, paper_hidden, optim_note, group, bptt, metric, value, err,
-             extra_note="", cell=None):
+             extra_note="", cell=None, runs_of_table=None):
   """One PTB-char row: ``preset`` of ``configs/ptb_char.py`` in column ``(group, bptt)``,
-  with the cell options ``cell`` set on top."""
+  with the cell options ``cell`` set on top; ``runs_of_table``: the table whose row of the
+  same id trains the model this row reads (``Row.runs_of``)."""
   hidden = paper_hidden if group == "params" else 1024
   overrides = {f"model.cell.{k}": v for k, v in (cell or {}).items()}
   if bptt != 150:
@@ -109,17 +110,20 @@ def _ptb_row(slug, name, preset, paper_hidden, optim_note, group, bptt, metric, 
   note = (f"+- {err} (standard error over 5 runs); {size}; {optim_note}; budget: 100 epochs "
           f"({steps:,} steps) take about {hours} h on 2 cores, so {epochs} epochs are run"
           + (f"; {extra_note}" if extra_note else "") + ".")
+  row_id = f"ptbchar-{slug}-{group}-t{bptt}"
   return Row(
-      id=f"ptbchar-{slug}-{group}-t{bptt}", task=f"PTB-char, {where}", model=name,
+      id=row_id, task=f"PTB-char, {where}", model=name,
       paper={metric: value}, config=f"ptb_char.py:{preset}", overrides=overrides,
       paper_params=(f"~1.32M params, n={paper_hidden}" if group == "params" else "n=1024"),
-      steps=steps, run_steps=epochs * CHUNKS[bptt], note=note[:1].upper() + note[1:])
+      steps=steps, run_steps=epochs * CHUNKS[bptt], note=note[:1].upper() + note[1:],
+      runs_of=f"{runs_of_table}/{row_id}" if runs_of_table else None)
 
 
-def _ptb_table(metric, values, extra_note=""):
+def _ptb_table(metric, values, extra_note="", runs_of_table=None):
   return tuple(
       _ptb_row(slug, name, preset, hidden, optim_note, group, bptt, metric,
-               *values[slug][(group, bptt)], extra_note=extra_note)
+               *values[slug][(group, bptt)], extra_note=extra_note,
+               runs_of_table=runs_of_table)
       for slug, name, preset, hidden, optim_note in MODELS for group, bptt in COLUMNS)
 
 
@@ -138,7 +142,7 @@ T4 = Table(
     citation=CITATION,
     rows=_ptb_table("test_accuracy", ACCURACY,
                     extra_note="the same runs as Table 1 (the paper reports both metrics of "
-                               "one model state)"),
+                               "one model state)", runs_of_table="nnrnn-t1"),
 )
 
 # (alpha, beta, d, J_tot)
@@ -191,9 +195,9 @@ T7 = Table(
     citation=CITATION,
     rows=(
         _ptb_row("nnrnn", "nnRNN", "nnrnn", 1024, MODELS[4][4], "n1024", 150, "test_bpc", 1.47,
-                 0.003, extra_note="the same set-up as Table 1 (reproduced there)"),
+                 0.003, extra_note="the runs of Table 1's row", runs_of_table="nnrnn-t1"),
         _ptb_row("nnrnn", "nnRNN", "nnrnn", 1024, MODELS[4][4], "n1024", 300, "test_bpc", 1.49,
-                 0.002, extra_note="the same set-up as Table 1 (reproduced there)"),
+                 0.002, extra_note="the runs of Table 1's row", runs_of_table="nnrnn-t1"),
         *(_ptb_row(f"nnrnn-gamma{g}", f"nnRNN-gamma={g}", "nnrnn", 1024, MODELS[4][4],
                    "n1024", bptt, "test_bpc", value, err, cell={"fixed_gamma": float(g)},
                    extra_note=f"gamma clamped at {g} (`model.cell.fixed_gamma`){failed}")
