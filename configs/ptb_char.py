@@ -20,8 +20,12 @@ Hyperparameters:
   1.644 BPC after 50 epochs); 1.2e-5 was the best of these at 4 epochs (2.07).
 * lvf_literal: Table 5 as printed.
 * nnrnn: nnRNN PTB: n 1024, Adam betas (0, 0.9), lr 2e-3, lr_orth 2e-4, delta 1e-4.
-* ncgru: NC-GRU PTB-char: 3 layers 430 / 1000 / 430, Adam 5e-4, rho 50 (U_c orthogonal,
-  Neumann-Cayley updates).
+* ncgru: NC-GRU PTB-char (Mucllari et al. 2022, Sec. 4.5): 3 layers 430 / 1000 / 430, Adam
+  5e-4, rho 50 (U_c orthogonal, Neumann-Cayley updates), and the paper's batch 32, BPTT 100
+  and dropout 0.15 (``NCGRU_TRAINING``: 1,568 chunks an epoch, 50 epochs; the paper gives no
+  epoch count). Its AWD-LSTM code has five dropouts, all at 0.15 there; lvf_jax has two of
+  them, between the layers and before the head (``model.dropout``), and no embedding or
+  weight dropout.
 * urnn, eurnn, fcurnn: lvfRNN Table 1 (1024 hidden units for every model), Adam 1e-3.
 * every other model: one layer at the nnRNN paper's budget of about 1.32M parameters
   (``hidden_for_budget``; effective parameter count), Adam 1e-3.
@@ -41,6 +45,14 @@ OPTIONS = dict(bptt=BPTT, embed_dim=None, data_dir=None, tfds_dir=None, max_trai
 TRAIN = dict(steps=EPOCHS * CHUNKS_PER_EPOCH, batch_size=BATCH, eval_batch_size=64,
              eval_every=CHUNKS_PER_EPOCH, checkpoint_every=CHUNKS_PER_EPOCH, log_every=50)
 
+# NC-GRU Table 5's training (Mucllari et al. 2022, Sec. 4.5): batch 32, BPTT 100, dropout 0.15.
+NCGRU_BATCH, NCGRU_BPTT = 32, 100
+NCGRU_CHUNKS_PER_EPOCH = 1568  # ceil(ceil(5,017,481 targets / 32 rows) / 100)
+NCGRU_TRAINING = dict(
+    dropout=0.15, options=dict(bptt=NCGRU_BPTT),
+    train=dict(batch_size=NCGRU_BATCH, steps=EPOCHS * NCGRU_CHUNKS_PER_EPOCH,
+               eval_every=NCGRU_CHUNKS_PER_EPOCH, checkpoint_every=NCGRU_CHUNKS_PER_EPOCH))
+
 PRESETS = {name: default_preset(name, n) for name, n in MATCHED.items()}
 _LVF = dict(model="lvf", hidden=1400,
             cell=dict(integrator="euler", tau=5.0, activation="tanh", div_penalty=0.1),
@@ -52,7 +64,8 @@ PRESETS.update(
     nnrnn=dict(hidden=1024, cell=dict(orthogonal_init="cayley", delta=1e-4, t_decay=0.0),
                optim=dict(optimizer="adam", learning_rate=2e-3, lr_orth=2e-4, adam_b1=0.0,
                           adam_b2=0.9)),
-    ncgru=default_preset("ncgru", (430, 1000, 430), learning_rate=5e-4),
+    ncgru=dict(default_preset("ncgru", (430, 1000, 430), learning_rate=5e-4),
+               **NCGRU_TRAINING),
     **{name: default_preset(name, 1024) for name in ("urnn", "eurnn", "fcurnn")},
 )
 PRESETS["ncgru"]["cell"]["rho"] = PRESETS["ncgru"]["optim"]["rho"] = 50

@@ -345,6 +345,23 @@ def test_a_row_reading_another_rows_runs_uses_its_directory_and_its_config(tmp_p
     rows.source(longer, dataclasses.replace(reader, runs_of="nnrnn-t1/nope"))
 
 
+def test_ncgru_ptb_char_rows_train_as_the_paper_says():
+  """NC-GRU Table 5 (Mucllari et al. 2022, Sec. 4.5): every model at batch 32, BPTT 100,
+  dropout 0.15 and Adam 5e-4, three layers; the baselines take the NC-GRU preset's
+  training, and their run budget is whole epochs of it."""
+  ncgru = harness.load_config("ptb_char.py:ncgru")
+  assert (ncgru.train.batch_size, ncgru.task.options.bptt, ncgru.model.dropout) == (32, 100,
+                                                                                    0.15)
+  epoch = math.ceil(math.ceil(5_017_481 / 32) / 100)  # PTB-char training targets
+  assert ncgru.train.eval_every == ncgru.train.checkpoint_every == epoch
+  for row in rows.get("ncgru-t5").rows:
+    c = harness.row_config(row)
+    got = (c.train.batch_size, c.task.options.bptt, c.model.dropout, c.train.eval_every,
+           c.train.checkpoint_every, c.optim.learning_rate, c.model.num_layers)
+    assert got == (32, 100, 0.15, epoch, epoch, 5e-4, 3), row.id
+    assert row.run_steps % epoch == 0 and c.train.steps == row.run_steps, row.id
+
+
 def test_metrics_of_run_derive_bpc_ppl_and_minimum_training_loss(tmp_path):
   (tmp_path / "summary.json").write_text(json.dumps(
       {"test_at_best_validation": {"loss": 1.0, "accuracy": 0.5}}))
