@@ -124,13 +124,20 @@ class _Embedded(nn.Module):
     return embed(x)
 
 
+def _check_rate(name: str, rate: float) -> None:
+  if not 0.0 <= rate < 1.0:
+    raise ValueError(f"argument {name!r} must lie in [0, 1); got {rate}.")
+
+
 class _SequenceModel(nn.Module):
-  """Shared fields and body of the heads: optional embedding -> stack -> dropout ->
-  ``Dense(num_outputs)`` named ``embedding``, ``rnn`` and ``head``."""
+  """Shared fields and body of the heads: optional embedding -> input dropout -> stack ->
+  output dropout -> ``Dense(num_outputs)`` named ``embedding``, ``rnn`` and ``head``."""
 
   cells: Sequence[nn.Module]
   num_outputs: int
   dropout_rate: float = 0.0
+  input_dropout_rate: float = 0.0
+  output_dropout_rate: Optional[float] = None
   vocab_size: Optional[int] = None
   embed_dim: Optional[int] = None
   unroll: int = 1
@@ -143,6 +150,9 @@ class _SequenceModel(nn.Module):
              top_sequences: bool = True):
     """``(outputs, final carries)`` of the embedded stack (called from ``__call__``)."""
     x = _Embedded(self.vocab_size, self.embed_dim, name="embedding")(x)
+    _check_rate("input_dropout_rate", self.input_dropout_rate)
+    if self.input_dropout_rate > 0:
+      x = nn.Dropout(self.input_dropout_rate)(x, deterministic=deterministic)
     return StackedRecurrent(self.cells, self.dropout_rate, self.unroll, self.checkpoint,
                             self.fused, self.input_projection, self.segment_length,
                             name="rnn")(
@@ -151,8 +161,10 @@ class _SequenceModel(nn.Module):
                                 top_sequences=top_sequences)
 
   def _head(self, h: Array, deterministic: bool) -> Array:
-    if self.dropout_rate > 0:
-      h = nn.Dropout(self.dropout_rate)(h, deterministic=deterministic)
+    rate = self.dropout_rate if self.output_dropout_rate is None else self.output_dropout_rate
+    _check_rate("output_dropout_rate", rate)
+    if rate > 0:
+      h = nn.Dropout(rate)(h, deterministic=deterministic)
     return nn.Dense(self.num_outputs, dtype=h.dtype, name="head")(h)
 
 
@@ -162,7 +174,12 @@ class SequenceClassifier(_SequenceModel):
   Attributes:
     cells: one cell per layer.
     num_outputs: number of classes (logits) or regression outputs.
-    dropout_rate: dropout between layers and before the head.
+    dropout_rate: dropout between layers, and before the head unless
+      ``output_dropout_rate`` is set.
+    input_dropout_rate: dropout on the stack's input (the embedded tokens where there is
+      an embedding): AWD-LSTM's input dropout (Merity et al. 2018, arXiv:1708.02182), which
+      the NC-GRU paper's word-level PTB model uses (Mucllari et al. 2022, Sec. 4.5).
+    output_dropout_rate: dropout before the head; None: ``dropout_rate``.
     vocab_size, embed_dim: optional token embedding of integer inputs.
     unroll, checkpoint, fused, input_projection, segment_length: passed to every
       :class:`~lvf_jax.layers.Recurrent`.
@@ -188,8 +205,9 @@ class SequencePredictor(_SequenceModel):
   chunk's carries as ``initial_carries`` and use ``return_carries=True``.
 
   Attributes:
-    cells, num_outputs, dropout_rate, vocab_size, embed_dim, unroll, checkpoint, fused,
-      input_projection, segment_length: as :class:`SequenceClassifier`.
+    cells, num_outputs, dropout_rate, input_dropout_rate, output_dropout_rate, vocab_size,
+      embed_dim, unroll, checkpoint, fused, input_projection, segment_length: as
+      :class:`SequenceClassifier`.
   """
 
   @nn.compact

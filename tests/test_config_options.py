@@ -115,6 +115,8 @@ def test_a_workdir_written_before_the_options_existed_resumes(tmp_path):
   saved["model"]["cell"] = {"tau": 0.5}  # as written when a config held the preset's keys only
   for key in ("clip_norm", "lr_schedule", "adam_b1", "total_steps"):
     del saved["optim"][key]
+  for key in ("input_dropout", "output_dropout"):
+    del saved["model"][key]
   path.write_text(json.dumps(saved))
   c.train.steps = 4
   c.train.allow_resume_changes = True

@@ -37,6 +37,43 @@ def test_stack_equals_chained_layers_and_dropout():
   assert y_drop.shape == y.shape and not np.allclose(y_drop, y)
 
 
+def test_input_and_output_dropout_of_the_heads():
+  """``input_dropout_rate`` drops the embedded tokens before the stack (AWD-LSTM's input
+  dropout), ``output_dropout_rate`` replaces ``dropout_rate`` before the head; NumPy of the
+  captured intermediates: kept entries are the embedding rows scaled by 1 / (1 - rate)."""
+  vocab, rate = 7, 0.4
+  tokens = jax.random.randint(jax.random.key(0), (B, 50), 0, vocab)
+  model = models.SequencePredictor([cells.GRUCell(5)], num_outputs=vocab, vocab_size=vocab,
+                                   embed_dim=8, input_dropout_rate=rate,
+                                   output_dropout_rate=0.0, dropout_rate=0.5)
+  variables = model.init(jax.random.key(1), tokens)
+  y, state = model.apply(variables, tokens, deterministic=False,
+                         rngs={"dropout": jax.random.key(2)}, capture_intermediates=True)
+  dropped = np.asarray(state["intermediates"]["Dropout_0"]["__call__"][0])
+  table = variables["params"]["embedding"]["embed"]["embedding"]
+  embedded = np.asarray(table)[np.asarray(tokens)]
+  kept = dropped != 0
+  assert abs(1 - kept.mean() - rate) < 0.06  # 800 entries
+  np.testing.assert_allclose(dropped[kept], embedded[kept] / (1 - rate), rtol=1e-6)
+  # the stack and the head see no other dropout: one layer, output rate 0 over 0.5
+  assert "Dropout_1" not in state["intermediates"]
+  rnn = layers.Recurrent(cells.GRUCell(5)).apply(
+      {"params": variables["params"]["rnn"]["layer_0"]}, jnp.asarray(dropped))
+  p = variables["params"]["head"]
+  _close(y, rnn @ p["kernel"] + p["bias"][None, None])
+  # output_dropout_rate None: the head takes dropout_rate
+  plain = models.SequencePredictor([cells.GRUCell(5)], num_outputs=vocab, vocab_size=vocab,
+                                   embed_dim=8, dropout_rate=0.5)
+  y_det = plain.apply(variables, tokens)
+  y_drop = plain.apply(variables, tokens, deterministic=False, rngs={"dropout": jax.random.key(2)})
+  assert not np.allclose(y_det, y_drop)
+  for field in ("input_dropout_rate", "output_dropout_rate"):
+    bad = models.SequencePredictor([cells.GRUCell(5)], num_outputs=vocab, vocab_size=vocab,
+                                   embed_dim=8, **{field: 1.0})
+    with pytest.raises(ValueError, match=f"argument '{field}' must lie in \\[0, 1\\); got 1.0"):
+      bad.init(jax.random.key(1), tokens)
+
+
 def test_classifier_uses_last_valid_step():
   model = models.SequenceClassifier([cells.ExpRNNCell(4)], num_outputs=5)
   x = data()

@@ -203,6 +203,11 @@ def test_configs_cover_every_model_and_paper_settings():
   nc = load_config("ptb_char", "ncgru")
   assert nc.model.hidden == (430, 1000, 430) and nc.model.num_layers == 3
   assert nc.model.cell.rho == nc.optim.rho == 50
+  assert (nc.train.batch_size, nc.task.options.bptt, nc.model.dropout) == (32, 100, 0.15)
+  word = load_config("ptb_word", "ncgru")  # NC-GRU Sec. 4.5: its three dropouts
+  assert (word.model.dropout, word.model.input_dropout, word.model.output_dropout) == (
+      0.4, 0.4, 0.25)
+  assert load_config("ptb_word", "gru").model.output_dropout is None
   timit = load_config("timit", "lvf")
   assert (timit.model.hidden, timit.model.num_layers, timit.optim.optimizer,
           timit.model.cell.div_penalty) == (255, 2, "rmsprop", 0.2)

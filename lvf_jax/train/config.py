@@ -3,7 +3,9 @@
 A config has five sections::
 
   config.task   name + options of the task (e.g. ``name='copy'``, ``options={'T': 200}``)
-  config.model  name (a key of ``lvf_jax.cells.CELLS``), hidden, num_layers, dropout, and
+  config.model  name (a key of ``lvf_jax.cells.CELLS``), hidden, num_layers, dropout
+                (between layers and before the head), input_dropout, output_dropout
+                (None: ``dropout``), and
                 ``cell``: keyword arguments of the cell (tau, rho, integrator, ...), and
                 the layer options unroll, checkpoint, fused, input_projection,
                 segment_length
@@ -43,7 +45,9 @@ def base_config() -> ml_collections.ConfigDict:
   c = ml_collections.ConfigDict()
   c.task = ml_collections.ConfigDict({"name": "copy", "options": {}})
   c.model = ml_collections.ConfigDict({
-      "name": "exprnn", "hidden": 128, "num_layers": 1, "dropout": 0.0, "cell": {},
+      "name": "exprnn", "hidden": 128, "num_layers": 1, "dropout": 0.0,
+      "input_dropout": 0.0,
+      "output_dropout": ml_collections.config_dict.placeholder(float), "cell": {},
       "unroll": 1, "checkpoint": False, "fused": True, "input_projection": "auto",
       "segment_length": ""})
   c.optim = optim_config()
@@ -114,9 +118,13 @@ def validate_config(config: ml_collections.ConfigDict):
   else:
     _positive_int("model.hidden", hidden)
   _positive_int("model.num_layers", config.model.num_layers)
-  dropout = _get(config.model, "dropout", 0.0)
-  if not isinstance(dropout, numbers.Real) or not 0 <= dropout < 1:
-    raise ValueError(f"config: 'model.dropout' must lie in [0, 1); got {dropout!r}.")
+  for name in ("dropout", "input_dropout", "output_dropout"):
+    rate = _get(config.model, name, 0.0)
+    if rate is None and name == "output_dropout":
+      continue  # the rate of model.dropout
+    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate < 1:
+      raise ValueError(f"config: 'model.{name}' must lie in [0, 1)"
+                       f"{' or be None' if name == 'output_dropout' else ''}; got {rate!r}.")
   projection = _get(config.model, "input_projection", "auto")
   if projection not in INPUT_PROJECTIONS:
     raise ValueError(f"config: 'model.input_projection' must be one of "

@@ -288,7 +288,11 @@ def segment_length_option(value: Any) -> Any:
 
 def _layer_options(m) -> dict:
   """The stack's options of ``config.model`` shared by both heads."""
-  return dict(dropout_rate=float(m.get("dropout", 0.0)), unroll=int(m.get("unroll", 1)),
+  output = m.get("output_dropout", None)
+  return dict(dropout_rate=float(m.get("dropout", 0.0)),
+              input_dropout_rate=float(m.get("input_dropout", 0.0)),
+              output_dropout_rate=None if output is None else float(output),
+              unroll=int(m.get("unroll", 1)),
               checkpoint=bool(m.get("checkpoint", False)), fused=bool(m.get("fused", True)),
               input_projection=str(m.get("input_projection", "auto")),
               segment_length=segment_length_option(m.get("segment_length", "")))

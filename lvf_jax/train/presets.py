@@ -73,7 +73,8 @@ def dataset_config(dataset: str, model: str, presets: dict, *, options: dict, tr
 
   ``presets[model]`` holds ``hidden`` (an int, or one size per layer), and optionally
   ``model`` (the cell's name when the preset's name is another, e.g. ``'lvf_literal'``),
-  ``num_layers``, ``dropout``, ``cell``, ``optim``, ``train`` (overriding ``train``) and
+  ``num_layers``, ``dropout``, ``input_dropout``, ``output_dropout``, ``cell``, ``optim``,
+  ``train`` (overriding ``train``) and
   ``options`` (overriding ``options``); every dataset config also has the option
   ``download`` (False). Options whose value is None become typed placeholders, so every
   option can be set from the command line.
@@ -89,6 +90,9 @@ def dataset_config(dataset: str, model: str, presets: dict, *, options: dict, tr
                   cell=p.get("cell"),
                   optim=p.get("optim"), train={**train, **p.get("train", {})},
                   num_layers=num_layers, dropout=float(p.get("dropout", 0.0)))
+  for key in ("input_dropout", "output_dropout"):
+    if key in p:
+      c.model[key] = float(p[key])
   if layered:  # one hidden size per layer (ConfigDict fields keep their type: replace it)
     del c.model["hidden"]
     c.model.hidden = tuple(int(h) for h in hidden)
