@@ -12,8 +12,8 @@ Hyperparameters: ncgru: NC-GRU PTB-word (Mucllari et al. 2022, Sec. 4.5), 3 laye
 ``model.dropout``), 0.4 on the embedding layer (``model.input_dropout``) and 0.25 on the output
 (before the head, ``model.output_dropout``). The paper names them in the words of the AWD-LSTM
 code it ran, whose PTB-word command uses dropouti 0.4 (embedding), dropout 0.4 (before the
-decoder) and dropouth 0.25 (between layers): the paper's text is followed here. AWD-LSTM's dropouts are
-variational (one mask for the whole sequence); lvf_jax draws a mask per step.
+decoder) and dropouth 0.25 (between layers): the paper's text is followed here. AWD-LSTM's
+dropouts are variational (one mask for the whole sequence); lvf_jax draws a mask per step.
 
 Every other model: one layer at the parameter budget of that NC-GRU
 (15,361,125 effective parameters with the embedding and the 10k-way head,
