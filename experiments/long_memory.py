@@ -237,10 +237,10 @@ NOTES = {
         "At T = 1000 the same recipe kept dh_T/dh_1 = 0.64. With these trained weights and "
         "|b| in place of b, dh_T/dh_1 is 1.00 (`copy-t2000-lvf-nonneg-bias` trains so)"),
     "copy-t1000-lvf-nonneg-bias": (
-        "`copy-t1000-lvf` with |b| as the modReLU bias, stopped by `--time-limit 2700` at "
-        "18,000 of 20,000 steps (one core, shared with other runs): the same plateau as "
-        "without it. The validation cross entropy is 0.0086 at step 1,000 (accuracy 74 %), "
-        "0.0039 at 3,000 and between 0.0034 and 0.0044 from then on (best 0.00275 at 14,000, "
+        "`copy-t1000-lvf` with |b| as the modReLU bias, in two time-limited parts (one core, "
+        "shared with other runs): the same plateau as without it. The validation cross "
+        "entropy is 0.0086 at step 1,000 (accuracy 74 %), 0.0039 at 3,000 and between 0.0031 "
+        "and 0.0044 from then on to step 20,000 (best 0.00275 at 14,000, "
         "90 %; `copy-t1000-lvf`: 0.0030). dh_T/dh_1 = 1.00 (`copy-t1000-lvf`: 0.64): at "
         "T = 1000 the gradient already reached the first step, and the symbols the model "
         "still misses are not a matter of gradient flow"),
