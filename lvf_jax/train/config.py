@@ -24,7 +24,7 @@ naming the argument), so a bad value fails in milliseconds, before any XLA compi
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, Optional
 
 import jax
 import ml_collections
@@ -177,7 +177,8 @@ def config_defaults(model: str) -> dict:
 
 def make_config(task: str, task_options: dict, model: str, hidden: Any, *, cell: dict = None,
                 optim: dict = None, train: dict = None, num_layers: int = 1,
-                dropout: float = 0.0) -> ml_collections.ConfigDict:
+                dropout: float = 0.0, input_dropout: float = 0.0,
+                output_dropout: Optional[float] = None) -> ml_collections.ConfigDict:
   """A full config: :func:`base_config` updated with the given sections (used by ``configs/``).
 
   ``config.model.cell`` holds every option of the cell (:func:`cell_config`) and
@@ -191,6 +192,8 @@ def make_config(task: str, task_options: dict, model: str, hidden: Any, *, cell:
   c.model.hidden = hidden
   c.model.num_layers = num_layers
   c.model.dropout = dropout
+  c.model.input_dropout = input_dropout
+  c.model.output_dropout = output_dropout  # None: the rate of ``dropout``
   c.model.cell = cell_config(model, cell)
   c.optim = optim_config(optim)
   for key, value in (train or {}).items():

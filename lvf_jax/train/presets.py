@@ -89,10 +89,9 @@ def dataset_config(dataset: str, model: str, presets: dict, *, options: dict, tr
   c = make_config(dataset, opts, p.get("model", model), hidden[0] if layered else hidden,
                   cell=p.get("cell"),
                   optim=p.get("optim"), train={**train, **p.get("train", {})},
-                  num_layers=num_layers, dropout=float(p.get("dropout", 0.0)))
-  for key in ("input_dropout", "output_dropout"):
-    if key in p:
-      c.model[key] = float(p[key])
+                  num_layers=num_layers, dropout=float(p.get("dropout", 0.0)),
+                  input_dropout=float(p.get("input_dropout", 0.0)),
+                  output_dropout=p.get("output_dropout"))
   if layered:  # one hidden size per layer (ConfigDict fields keep their type: replace it)
     del c.model["hidden"]
     c.model.hidden = tuple(int(h) for h in hidden)
