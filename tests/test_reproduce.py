@@ -49,6 +49,21 @@ def test_every_paper_has_tables_and_every_row_is_complete():
         rows.source(t, r)
 
 
+def test_no_two_rows_train_the_same_run():
+  # a cell that reports the same trained model as another reads its runs (runs_of)
+  trained = {}
+  for t in TABLES.values():
+    for r in t.rows:
+      if r.config is None or r.runs_of is not None:
+        continue
+      key = json.dumps([getattr(r, f) for f in rows.RUN_FIELDS], sort_keys=True)
+      assert key not in trained, (f"{t.id}/{r.id}", trained.get(key))
+      trained[key] = f"{t.id}/{r.id}"
+  params_row = TABLES["nnrnn-t1"].row("ptbchar-nnrnn-params-t150")
+  assert params_row.runs_of == "nnrnn-t1/ptbchar-nnrnn-n1024-t150"
+  assert rows.source(TABLES["nnrnn-t1"], params_row)[1].id == "ptbchar-nnrnn-n1024-t150"
+
+
 def test_synthetic_rows_take_the_table_model_and_column_notes():
   from experiments.reproduce.tables import ncgru  # pylint: disable=g-import-not-at-top
   models = (("m", "M", "m", {}, 8, (1.0, 2.0)),)
@@ -312,8 +327,10 @@ def test_a_row_reading_another_rows_runs_uses_its_directory_and_its_config(tmp_p
   differs from the row it names, or that names a row reading a third, is refused."""
   t1, t4 = rows.get("nnrnn-t1"), rows.get("nnrnn-t4")
   assert len(t4.rows) == len(t1.rows)
-  for row in t4.rows:
-    assert rows.source(t4, row) == (t1, t1.row(row.id))
+  for row in t4.rows:  # the fixed-budget nnRNN (n 1024) is the N = 1024 column's model
+    trained = (t1.row(row.id.replace("-params-", "-n1024-")) if row.id.startswith(
+        "ptbchar-nnrnn-params-") else t1.row(row.id))
+    assert rows.source(t4, row) == (t1, trained)
   row_id = "ptbchar-nnrnn-n1024-t150"
   reader = t4.row(row_id)
   _fake_result(tmp_path, t1, t1.row(row_id), 0, {"test_bpc": 1.5, "test_accuracy": 67.25})

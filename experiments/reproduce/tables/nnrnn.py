@@ -52,6 +52,11 @@ BUDGET = {
     ("exprnn", 1525): (11.5, 10), ("exprnn", 1024): (5, 20),
     ("nnrnn", 1024): (5, 20),
 }
+# a measured epoch replaces the estimate above, per (preset, hidden)
+MEASURED_EPOCH = {
+    ("nnrnn", 1024): "an epoch takes about 13 min on one core of the AMD EPYC (BPTT 150, "
+                     "evaluation included; measured) and 100 epochs about 22 h",
+}
 
 # values per model: {(group, bptt): (value, standard error)}
 BPC = {
@@ -87,7 +92,8 @@ def _ptb_row(slug, name, preset, paper_hidden, optim_note, group, bptt, metric, 
              extra_note="", cell=None, runs_of_table=None):
   """One PTB-char row: ``preset`` of ``configs/ptb_char.py`` in column ``(group, bptt)``,
   with the cell options ``cell`` set on top; ``runs_of_table``: the table whose row of the
-  same id trains the model this row reads (``Row.runs_of``)."""
+  same id trains the model this row reads (``Row.runs_of``). A fixed-budget row whose model
+  has 1024 units, as the N = 1024 column's, reads that column's row of Table 1."""
   hidden = paper_hidden if group == "params" else 1024
   overrides = {f"model.cell.{k}": v for k, v in (cell or {}).items()}
   if bptt != 150:
@@ -107,16 +113,24 @@ def _ptb_row(slug, name, preset, paper_hidden, optim_note, group, bptt, metric, 
   else:
     where = f"fixed # hidden units (N = 1024), BPTT {bptt}"
     size = "n 1024 as the paper"
-  note = (f"+- {err} (standard error over 5 runs); {size}; {optim_note}; budget: 100 epochs "
-          f"({steps:,} steps) take about {hours} h on 2 cores, so {epochs} epochs are run"
+  row_id = source_id = f"ptbchar-{slug}-{group}-t{bptt}"
+  if group == "params" and run_hidden == 1024:  # the same config as the N = 1024 column
+    source_id = f"ptbchar-{slug}-n1024-t{bptt}"
+    runs_of_table = runs_of_table or "nnrnn-t1"
+    extra_note = "; ".join(n for n in (
+        extra_note, "the fixed-budget model is the N = 1024 one, so this cell reads the runs "
+        "of that column's row in Table 1") if n)
+  cost = MEASURED_EPOCH.get((preset, run_hidden),
+                            f"100 epochs ({steps:,} steps) take about {hours} h on 2 cores")
+  note = (f"+- {err} (standard error over 5 runs); {size}; {optim_note}; budget: {cost}, so "
+          f"{epochs} epochs are run"
           + (f"; {extra_note}" if extra_note else "") + ".")
-  row_id = f"ptbchar-{slug}-{group}-t{bptt}"
   return Row(
       id=row_id, task=f"PTB-char, {where}", model=name,
       paper={metric: value}, config=f"ptb_char.py:{preset}", overrides=overrides,
       paper_params=(f"~1.32M params, n={paper_hidden}" if group == "params" else "n=1024"),
       steps=steps, run_steps=epochs * CHUNKS[bptt], note=note[:1].upper() + note[1:],
-      runs_of=f"{runs_of_table}/{row_id}" if runs_of_table else None)
+      runs_of=f"{runs_of_table}/{source_id}" if runs_of_table else None)
 
 
 def _ptb_table(metric, values, extra_note="", runs_of_table=None):
