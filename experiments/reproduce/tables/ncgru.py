@@ -162,15 +162,26 @@ PTB_CHAR_TRAINING = {"train.batch_size": 32, "task.options.bptt": 100, "model.dr
                      "train.eval_every": 1568, "train.checkpoint_every": 1568}
 
 
+# What the runs showed, per Table 5 row.
+PTB_CHAR_RUN_NOTES = {
+    "ncgru-uc": ("stopped by `--time-limit 7800` at step 3,250 of the 6,272 (2.1 of the 4 "
+                 "epochs; 2.5 s a step on one core of the AMD EPYC, so an epoch takes about "
+                 "65 min there): validation BPC 1.710 and 1.591 after epochs 1 and 2, 1.587 at "
+                 "step 3,250, still falling; the run resumes from its step-3,250 checkpoint"),
+}
+
+
 def _ptb_char_row(slug, name, preset, hidden, bpc, hours, epochs, extra):
   """A Table 5 row; ``extra`` says how the preset is brought to the paper's model."""
+  run_note = PTB_CHAR_RUN_NOTES.get(slug)
   return Row(
       id=f"ptbchar-{slug}", task="PTB-char", model=name, paper={"test_bpc": bpc},
       config=f"ptb_char.py:{preset}", overrides=extra[0],
       paper_params=f"3 layers {hidden}", run_steps=epochs * 1568,
       note=(f"{PTB_CHAR_NOTE}; {extra[1]}; budget: 50 epochs at batch 128 took about {hours} h "
             "on 2 cores and an epoch at batch 32 takes about 1.1 times as long (NC-GRU, "
-            f"measured side by side), so {epochs} epochs are run."))
+            f"measured side by side), so {epochs} epochs are run"
+            + (f"; {run_note}." if run_note else ".")))
 
 
 def _three_layers(hidden, **more):

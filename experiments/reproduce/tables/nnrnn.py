@@ -58,6 +58,15 @@ MEASURED_EPOCH = {
                      "evaluation included; measured) and 100 epochs about 22 h",
 }
 
+# What the runs showed, per training row (every cell that reads its runs repeats it).
+RUN_NOTES = {
+    "ptbchar-nnrnn-n1024-t150": (
+        "stopped by `--time-limit 7200` at step 2,550 of the 5,240 (9.7 of the 20 epochs; "
+        "2.9 s a step on one core): validation BPC 2.25, 1.87, 1.76, 1.72, 1.70, 1.63, 1.62, "
+        "1.61, 1.66 after epochs 1-9 and 1.545 at step 2,550, still falling; the run resumes "
+        "from its step-2,550 checkpoint"),
+}
+
 # values per model: {(group, bptt): (value, standard error)}
 BPC = {
     "rnn": {("params", 150): (2.89, 0.002), ("params", 300): (2.90, 0.0016),
@@ -122,6 +131,7 @@ def _ptb_row(slug, name, preset, paper_hidden, optim_note, group, bptt, metric, 
         "of that column's row in Table 1") if n)
   cost = MEASURED_EPOCH.get((preset, run_hidden),
                             f"100 epochs ({steps:,} steps) take about {hours} h on 2 cores")
+  extra_note = "; ".join(n for n in (extra_note, RUN_NOTES.get(source_id)) if n)
   note = (f"+- {err} (standard error over 5 runs); {size}; {optim_note}; budget: {cost}, so "
           f"{epochs} epochs are run"
           + (f"; {extra_note}" if extra_note else "") + ".")
