@@ -346,6 +346,13 @@ def test_a_row_reading_another_rows_runs_uses_its_directory_and_its_config(tmp_p
   assert "| 67.2 % |" in line
   assert f"`python -m experiments.reproduce nnrnn-t1 --rows {row_id}`" in page
   assert harness.command(t4, reader) == harness.command(t1, t1.row(row_id))
+  # Table 1's fixed-budget nnRNN cell reads the same run: one curve, named by the N = 1024 row
+  d = tmp_path / "nnrnn-t1" / row_id / "seed0"
+  (d / "metrics.jsonl").write_text("\n".join(json.dumps(
+      {"step": s, "split": "validation", "loss": 2.0 / s}) for s in range(1, 20)) + "\n")
+  (label, pts, split), = harness._curves(t1, str(tmp_path))  # pylint: disable=protected-access
+  assert label == f"nnRNN ({t1.row(row_id).task})" and split == "validation"
+  assert pts[-1].tolist() == [19, 2.0 / 19]
   assert harness.release_row(t4, reader, str(tmp_path)).startswith(
       f"not released (the runs of nnrnn-t1/{row_id}")
   # a reading row must share the config and budget, and name the row that trains

@@ -634,17 +634,22 @@ def _printed_lines(row: Row, printed: dict) -> list[str]:
 
 def _curves(table: Table, workdir: str, archive: Optional[dict] = None) -> list:
   """``(label, points, split)`` of the first seed of every row that has a learning curve:
-  the run's own under ``workdir``, else the archived one."""
-  curves = []
+  the run's own under ``workdir``, else the archived one. Rows of the table that read the
+  same runs (``Row.runs_of``) give one curve, labelled by the row that trains when it is in
+  the table."""
+  curves, drawn = [], set()
   for row in table.rows:
+    source_table, source = rows_lib.source(table, row)
     results = row_results(table, row, workdir, archive)
-    if not results:
+    if not results or (source_table.id, source.id) in drawn:
       continue
     split = _curve_split(row)
     pts = (_run_curve(row_dir(table, row, workdir, results[0]["seed"]), split)
            or (results[0].get("curve") or {}).get("points", []))
     if pts:
-      curves.append((f"{row.model} ({row.task})", np.asarray(pts, np.float64), split))
+      drawn.add((source_table.id, source.id))
+      named = source if source_table.id == table.id else row
+      curves.append((f"{named.model} ({named.task})", np.asarray(pts, np.float64), split))
   return curves
 
 
