@@ -401,6 +401,20 @@ def test_metrics_of_run_derive_bpc_ppl_and_minimum_training_loss(tmp_path):
   assert m["min_train_loss"] == 2.0 and m["val_loss"] == 2.4
 
 
+@pytest.mark.parametrize("mask,expected", [({3}, "1 core"), ({0, 1, 5}, "3 cores")])
+def test_machine_counts_the_cores_the_run_is_pinned_to(mask, expected, monkeypatch):
+  monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(mask), raising=False)
+  assert harness.usable_cores() == len(mask)
+  assert harness.machine().endswith(", " + expected)
+
+
+def test_machine_falls_back_to_the_machines_cores_without_an_affinity_mask(monkeypatch):
+  monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+  monkeypatch.setattr(os, "cpu_count", lambda: 7)
+  assert harness.usable_cores() == 7
+  assert harness.machine().endswith(", 7 cores")
+
+
 def test_set_field_reaches_nested_fields_and_names_a_missing_one():
   c = harness.load_config("copy.py:lvf")
   config_lib.set_field(c, "model.cell.divergence_free", True)

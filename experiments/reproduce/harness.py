@@ -144,8 +144,17 @@ def git_commit() -> str:
   return head + ("+dirty" if dirty else "")
 
 
+def usable_cores() -> int:
+  """The number of CPU cores this process may run on: its affinity mask where the platform
+  has one (a run pinned with ``taskset -c 0`` gets 1), else the machine's core count."""
+  try:
+    return len(os.sched_getaffinity(0))
+  except (AttributeError, OSError):
+    return os.cpu_count() or 1
+
+
 def machine() -> str:
-  """The CPU model and core count (or the JAX accelerator), for the tables."""
+  """The CPU model and the cores the run may use (or the JAX accelerator), for the tables."""
   import jax  # pylint: disable=g-import-not-at-top
   dev = jax.devices()[0]
   if dev.platform != "cpu":
@@ -159,7 +168,8 @@ def machine() -> str:
           break
   except OSError:
     pass
-  return f"{model}, {os.cpu_count()} cores"
+  cores = usable_cores()
+  return f"{model}, {cores} core{'s' if cores != 1 else ''}"
 
 
 def _records(workdir: str) -> list[dict]:
