@@ -327,10 +327,13 @@ def test_a_row_reading_another_rows_runs_uses_its_directory_and_its_config(tmp_p
   differs from the row it names, or that names a row reading a third, is refused."""
   t1, t4 = rows.get("nnrnn-t1"), rows.get("nnrnn-t4")
   assert len(t4.rows) == len(t1.rows)
-  for row in t4.rows:  # the fixed-budget nnRNN (n 1024) is the N = 1024 column's model
-    trained = (t1.row(row.id.replace("-params-", "-n1024-")) if row.id.startswith(
-        "ptbchar-nnrnn-params-") else t1.row(row.id))
+  same_model = ("ptbchar-rnn-params-", "ptbchar-rnn-orth-params-", "ptbchar-nnrnn-params-")
+  for row in t4.rows:  # a fixed-budget model of 1024 units is the N = 1024 column's model
+    trained = (t1.row(row.id.replace("-params-", "-n1024-")) if row.id.startswith(same_model)
+               else t1.row(row.id))
     assert rows.source(t4, row) == (t1, trained)
+  lvf_t1 = rows.get("lvf-t1")  # the lvfRNN paper quotes the nnRNN paper's N = 1024 model
+  assert rows.source(lvf_t1, lvf_t1.row("ptb-nnrnn")) == (t1, t1.row("ptbchar-nnrnn-n1024-t150"))
   row_id = "ptbchar-nnrnn-n1024-t150"
   reader = t4.row(row_id)
   _fake_result(tmp_path, t1, t1.row(row_id), 0, {"test_bpc": 1.5, "test_accuracy": 67.25})
@@ -384,6 +387,18 @@ def test_ncgru_ptb_char_rows_train_as_the_paper_says():
            c.train.checkpoint_every, c.optim.learning_rate, c.model.num_layers)
     assert got == (32, 100, 0.15, epoch, epoch, 5e-4, 3), row.id
     assert row.run_steps % epoch == 0 and c.train.steps == row.run_steps, row.id
+
+
+def test_nnrnn_ptb_char_rows_train_the_papers_table5_sizes():
+  """Kerg et al. 2019, Table 5 lists one hidden size per model and BPTT for the fixed-budget
+  column (RNN and RNN-orth 1024, EURNN 2048, expRNN 1386, nnRNN 1024); the N = 1024 column
+  trains 1024 units."""
+  table5 = {"rnn": 1024, "rnn-orth": 1024, "eurnn": 2048, "exprnn": 1386, "nnrnn": 1024}
+  for row in rows.get("nnrnn-t1").rows:
+    slug, group = row.id[len("ptbchar-"):].rsplit("-", 2)[:2]
+    c = harness.row_config(row)
+    assert c.model.hidden == (table5[slug] if group == "params" else 1024), row.id
+    assert c.task.options.bptt == int(row.id.rsplit("-t", 1)[1]), row.id
 
 
 def test_metrics_of_run_derive_bpc_ppl_and_minimum_training_loss(tmp_path):
