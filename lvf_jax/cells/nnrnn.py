@@ -37,8 +37,9 @@ class NNRNNCell(base.KernelCell):
 
   Attributes:
     features: hidden size ``n`` (even).
-    delta: weight of the ``gamma`` penalty (paper: 1e-4 copy/PTB, 0.1 psMNIST).
-    t_decay: L2 weight decay of ``T`` (paper: 1e-6 copy, 1e-4 psMNIST).
+    delta: weight of the ``gamma`` penalty (paper: 1e-4 copy, 0.1 psMNIST, 1 / 1e-4 PTB at
+      BPTT 150 / 300).
+    t_decay: L2 weight decay of ``T`` (paper: 1e-6 copy, 1e-4 psMNIST and PTB).
     orthogonal_init: skew init of ``P``: ``'henaff'`` | ``'cayley'`` (default) | ``'random'`` |
     callable.
     orthogonal_param: ``'skew'`` | ``'matrix'``.
