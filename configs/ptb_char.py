@@ -25,7 +25,7 @@ Hyperparameters:
   2e-3, lr_orth 2e-4, delta 1e-4, no T decay: with it the validation BPC stalled at 1.61
   after 8 epochs while the spectral radius grew to 1.06 and ||T|| to 60, and in epoch 11 the
   carried hidden state overflowed (validation and training loss non-finite), the
-  instability the paper's Sec. 5 attributes to eigenvalues left off the unit circle without
+  instability the paper's Sec. 5.3 attributes to eigenvalues left off the unit circle without
   the gamma penalty and T decay.
 * ncgru: NC-GRU PTB-char (Mucllari et al. 2022, Sec. 4.5): 3 layers 430 / 1000 / 430, Adam
   5e-4, rho 50 (U_c orthogonal, Neumann-Cayley updates), and the paper's batch 32, BPTT 100
