@@ -650,8 +650,10 @@ def _curves(table: Table, workdir: str, archive: Optional[dict] = None) -> list:
   curves, drawn = [], set()
   for row in table.rows:
     source_table, source = rows_lib.source(table, row)
+    if (source_table.id, source.id) in drawn:
+      continue
     results = row_results(table, row, workdir, archive)
-    if not results or (source_table.id, source.id) in drawn:
+    if not results:
       continue
     split = _curve_split(row)
     pts = (_run_curve(row_dir(table, row, workdir, results[0]["seed"]), split)

@@ -128,6 +128,13 @@ class Table:
                      f"{[r.id for r in self.rows]}.")
 
 
+def sentence(*parts: Optional[str], end: str = ".") -> str:
+  """A row note from ``parts``: the non-empty ones joined by semicolons, capitalised, ending
+  with ``end``."""
+  text = "; ".join(p for p in parts if p)
+  return text[:1].upper() + text[1:] + end
+
+
 def tables() -> dict[str, Table]:
   """Every table of every paper module in ``tables/``, keyed by ``Table.id``."""
   from experiments.reproduce import tables as pkg  # pylint: disable=g-import-not-at-top

@@ -13,7 +13,7 @@ are not reported). Most Table 1 baselines are quoted from other papers.
 
 import functools
 
-from experiments.reproduce.rows import Row, Table
+from experiments.reproduce.rows import Row, Table, sentence
 
 CITATION = ("Chang, Chen, Haber, Chi 2019, ICLR 2019, arXiv:1902.09689 (AntisymmetricRNN: A "
             "Dynamical System View on Recurrent Neural Networks)")
@@ -56,12 +56,6 @@ RUN_NOTES = {
 NO_CIFAR = "no data: CIFAR-10 is not in the data directory"
 
 
-def _sentence(*parts):
-  """``parts`` joined by semicolons, capitalised, with a full stop."""
-  text = "; ".join(parts)
-  return text[:1].upper() + text[1:] + "."
-
-
 def _row(task, task_name, slug, model, value, params, note, **kw):
   """The row ``<task>-<slug>`` with the paper's test accuracy ``value``; its note ends with
   what its runs showed (:data:`RUN_NOTES`), if anything."""
@@ -88,10 +82,10 @@ def _mnist_rows():
                   f"core: about 9 h); {EVAL}.")),
         row("fcurnn-n116", "FC uRNN (Wisdom et al., 2016)", (92.8, 92.1)[i], "n=116, 16k",
             config=f"{file}:fcurnn",
-            note=_sentence(FCURNN, MNIST_BUDGET, EVAL)),
+            note=sentence(FCURNN, MNIST_BUDGET, EVAL)),
         row("fcurnn-n512", "FC uRNN (Wisdom et al., 2016)", (96.9, 94.1)[i], "n=512, 270k",
             config=f"{file}:fcurnn_n512",
-            note=_sentence(FCURNN, MNIST_BUDGET, FCURNN_512_TIME, EVAL)),
+            note=sentence(FCURNN, MNIST_BUDGET, FCURNN_512_TIME, EVAL)),
         row("softorth", "Soft orthogonal (Vorontsov et al., 2017)", (94.1, 91.4)[i],
             "n=128, 18k", blocker="model not implemented in lvf_jax",
             note="Quoted by the paper from Vorontsov et al. 2017."),
@@ -100,11 +94,11 @@ def _mnist_rows():
             note="Quoted by the paper from Jose et al. 2017."),
         row("antisymmetric", "AntisymmetricRNN", (98.0, 95.8)[i], "n=128, 10k",
             config=f"{file}:antisymmetric", steps=50000,
-            note=_sentence(OPTIM, f"{MNIST_BUDGET}, the paper's 50,000 take about 1.8 h on "
+            note=sentence(OPTIM, f"{MNIST_BUDGET}, the paper's 50,000 take about 1.8 h on "
                            "2 cores", EVAL)),
         row("gated-antisymmetric", "AntisymmetricRNN w/ gating", (98.8, 93.1)[i],
             "n=128, 10k", config=f"{file}:gated_antisymmetric", steps=50000,
-            note=_sentence(OPTIM, f"{MNIST_BUDGET}, the paper's 50,000 take about 2.3 h on "
+            note=sentence(OPTIM, f"{MNIST_BUDGET}, the paper's 50,000 take about 2.3 h on "
                            "2 cores", EVAL)),
     ]
   return tuple(rows)
@@ -139,10 +133,10 @@ def _cifar_rows():
             note="The paper's own ablation (Sec. 5.4)."),
         row("antisymmetric", "AntisymmetricRNN", (58.7, 48.3)[i], "n=256, 36k",
             config=f"{file}:antisymmetric", steps=steps, blocker=NO_CIFAR,
-            note=_sentence(OPTIM, CIFAR_BUDGET, EVAL)),
+            note=sentence(OPTIM, CIFAR_BUDGET, EVAL)),
         row("gated-antisymmetric", "AntisymmetricRNN w/ gating", (62.2, 54.7)[i],
             "n=256, 37k", config=f"{file}:gated_antisymmetric", steps=steps, blocker=NO_CIFAR,
-            note=_sentence(OPTIM, CIFAR_BUDGET, EVAL)),
+            note=sentence(OPTIM, CIFAR_BUDGET, EVAL)),
     ]
   return tuple(rows)
 

@@ -6,7 +6,7 @@ preset follows Table 5). Table 3 matches about 350k parameters; Table 4 fixes 12
 units. The paper states no training budget for any task: the step counts are the presets'.
 """
 
-from experiments.reproduce.rows import Row, Table
+from experiments.reproduce.rows import Row, Table, sentence
 from experiments.reproduce.tables import nnrnn as nnrnn_tables
 
 CITATION = "Azencot et al. 2021 (arXiv:2102.09589)"
@@ -149,15 +149,20 @@ def _note(task, preset, base=""):
   return "; ".join(n for n in (extra, ROW_NOTES.get((task, preset), ""), base) if n)
 
 
-# Table 1's values that are Kerg et al. 2019's (arXiv:1905.12080, Tables 1 and 4, BPTT 150).
-T1_QUOTED = {
-    "eurnn": ("the printed 1.61 / 65.68 % are the nnRNN paper's fixed-budget EURNN (n 2048; "
-              "its N = 1024 EURNN has 1.69 / 64.01 %), a row of nnrnn-t1; this row keeps the "
-              "caption's 1024 units"),
-    "exprnn": ("the printed 1.49 / 68.07 % are the nnRNN paper's fixed-budget expRNN (n 1386; "
-               "its N = 1024 expRNN has 1.51 / 67.51 %), a row of nnrnn-t1; this row keeps "
-               "the caption's 1024 units"),
-}
+
+def _quoted_from_nnrnn(slug):
+  """The note of a Table 1 cell whose values are the nnRNN paper's fixed-budget column
+  (Kerg et al. 2019, arXiv:1905.12080, Tables 1 and 4, BPTT 150) rather than its N = 1024 one."""
+  name, hidden = next((m[1], m[3]) for m in nnrnn_tables.MODELS if m[0] == slug)
+  bpc, acc = nnrnn_tables.BPC[slug], nnrnn_tables.ACCURACY[slug]
+  return (f"the printed {bpc['params', 150][0]:g} / {acc['params', 150][0]:g} % are the nnRNN "
+          f"paper's fixed-budget {name} (n {hidden}; its N = 1024 {name} has "
+          f"{bpc['n1024', 150][0]:g} / {acc['n1024', 150][0]:g} %), a row of nnrnn-t1; this "
+          "row keeps the caption's 1024 units")
+
+
+# Table 1's cells whose values are the nnRNN paper's fixed-budget ones.
+T1_QUOTED = {slug: _quoted_from_nnrnn(slug) for slug in ("eurnn", "exprnn")}
 # Table 1's nnRNN cell is the nnRNN paper's N = 1024, BPTT 150 model: it reads those runs.
 T1_NNRNN_SOURCE = nnrnn_tables.T1.row("ptbchar-nnrnn-n1024-t150")
 
@@ -174,10 +179,10 @@ def _t1_row(preset, name, bpc, acc, hidden):
                      "(nnrnn-t1, whose note gives the set-up and what the runs showed): "
                      "100 epochs at batch 128, 20 run here"))
   overrides = {"model.hidden": 1024} if preset in ("rnn", "exprnn") else {}
-  note = "; ".join(n for n in (T1_QUOTED.get(preset), _note("ptb", preset, PTB_NOTE)) if n)
   return Row(id=f"ptb-{preset}", task="PTB-char T=150", model=name, paper=paper,
              config=f"ptb_char.py:{preset}", overrides=overrides, paper_params=f"n={hidden}",
-             note=note[:1].upper() + note[1:], **PTB_BUDGET)
+             note=sentence(T1_QUOTED.get(preset), _note("ptb", preset, PTB_NOTE), end=""),
+             **PTB_BUDGET)
 
 
 def _t2_row(preset, name, val, test, kappa):

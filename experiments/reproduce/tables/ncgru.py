@@ -15,7 +15,7 @@ iterations, rho, Neumann reset period) is the one of Secs. 4.1-4.4; the presets 
 selects between NC-GRU(U_c) (False) and NC-GRU(U_r, U_c) (True).
 """
 
-from experiments.reproduce.rows import Row, Table
+from experiments.reproduce.rows import Row, Table, sentence
 
 CITATION = ("Mucllari, Zadorozhnyy, Pospisil, Nguyen, Ye 2022, arXiv:2208.06496 (Orthogonal "
             "Gated Recurrent Unit with Neumann-Cayley Transformation)")
@@ -46,13 +46,12 @@ def _synthetic(task, file, metric, exponent, columns, models, *, steps, seeds, n
   rows = []
   for slug, name, preset, overrides, hidden, values in models:
     for T, value in zip(columns, values):
-      note = "; ".join(n for n in (notes.get("*", ""), notes.get(slug, ""),
-                                   notes.get(f"{slug}-t{T}", "")) if n)
       rows.append(Row(
           id=f"{task}-{slug}-t{T}", task=f"{task} T={T}", model=name,
           paper={metric: float(f"{value!r}e{exponent}")}, config=f"{file}:{preset}",
           overrides={"task.options.T": T, **overrides}, paper_params=f"n={hidden}",
-          steps=steps, seeds=seeds, note=note[:1].upper() + note[1:] + "."))
+          steps=steps, seeds=seeds,
+          note=sentence(notes.get("*"), notes.get(slug), notes.get(f"{slug}-t{T}"))))
   return tuple(rows)
 
 

@@ -14,7 +14,7 @@ Fisher memory curve of the linear model of Sec. 3 (no training), Table 7 nnRNN w
 eigenvalue moduli gamma clamped.
 """
 
-from experiments.reproduce.rows import Row, Table
+from experiments.reproduce.rows import Row, Table, sentence
 
 CITATION = ("Kerg, Goyette, Puelma Touzel, Gidel, Vorontsov, Bengio, Lajoie 2019, NeurIPS 2019, "
             "arXiv:1905.12080 (Non-normal Recurrent Neural Network (nnRNN))")
@@ -44,13 +44,8 @@ MODELS = (
 # a row overrides them with the paper's size (Table 5)
 PRESET_HIDDEN = {"rnn": 1098, "rnn_orth": 1098, "eurnn": 1024, "exprnn": 1525, "nnrnn": 1024}
 
-# The fixed-budget column at the paper's Table 5 sizes, which list one size per model and
-# BPTT: what that size means here.
+# The fixed-budget column at the paper's Table 5 sizes: what a size means here.
 PARAMS_SIZE_NOTES = {
-    "rnn": "; Table 5 lists RNN at 1024 units only and Table 1 prints the same values in both "
-           "columns",
-    "rnn-orth": "; Table 5 lists RNN-orth at 1024 units only and Table 1 prints the same values "
-                "in both columns",
     "exprnn": ("; that is 1.10M effective parameters here (the skew-symmetric matrix counts "
                "n(n-1)/2), not the caption's 1.32M, which n 1525 would match"),
 }
@@ -145,18 +140,19 @@ def _ptb_row(slug, name, preset, paper_hidden, optim_note, group, bptt, metric, 
   if group == "params" and hidden == 1024:  # the same config as the N = 1024 column
     source_id = f"ptbchar-{slug}-n1024-t{bptt}"
     runs_of_table = runs_of_table or "nnrnn-t1"
-    notes.append("the fixed-budget model is the N = 1024 one, so this cell reads the runs of "
-                 "that column's row in Table 1")
+    notes.append(f"Table 5 lists {name} at 1024 units only and Table 1 prints the same values "
+                 "in both columns: the fixed-budget model is the N = 1024 one, so this cell "
+                 "reads the runs of that column's row in Table 1")
   notes.append(RUN_NOTES.get(source_id))
   cost = (MEASURED_EPOCH[(preset, hidden)] if hours is None else
           f"100 epochs ({steps:,} steps) take about {hours} h on 2 cores")
-  note = (f"+- {err} (standard error over 5 runs); {size}; {optim_note}; budget: {cost}, so "
-          f"{epochs} epochs are run" + "".join(f"; {n}" for n in notes if n) + ".")
+  note = sentence(f"+- {err} (standard error over 5 runs)", size, optim_note,
+                  f"budget: {cost}, so {epochs} epochs are run", *notes)
   return Row(
       id=row_id, task=f"PTB-char, {where}", model=name,
       paper={metric: value}, config=f"ptb_char.py:{preset}", overrides=overrides,
       paper_params=(f"~1.32M params, n={paper_hidden}" if group == "params" else "n=1024"),
-      steps=steps, run_steps=epochs * CHUNKS[bptt], note=note[:1].upper() + note[1:],
+      steps=steps, run_steps=epochs * CHUNKS[bptt], note=note,
       runs_of=f"{runs_of_table}/{source_id}" if runs_of_table else None)
 
 
