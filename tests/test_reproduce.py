@@ -392,14 +392,20 @@ def test_ncgru_ptb_char_rows_train_as_the_paper_says():
 def test_nnrnn_ptb_char_rows_train_the_papers_table5_sizes():
   """Kerg et al. 2019, Table 5 lists one hidden size per model and BPTT for the fixed-budget
   column (RNN and RNN-orth 1024, EURNN 2048, expRNN 1386, nnRNN 1024); the N = 1024 column
-  trains 1024 units; nnRNN trains with the table's optimiser and penalties."""
+  trains 1024 units; every model trains with the table's optimiser (RMSprop, alpha 0.9, its
+  learning rates) and nnRNN with its penalties."""
   table5 = {"rnn": 1024, "rnn-orth": 1024, "eurnn": 2048, "exprnn": 1386, "nnrnn": 1024}
+  learning_rates = {"rnn": 1e-5, "rnn-orth": 1e-4, "eurnn": 1e-3, "exprnn": 5e-3, "nnrnn": 8e-4}
   for row in rows.get("nnrnn-t1").rows:
     slug, group = row.id[len("ptbchar-"):].rsplit("-", 2)[:2]
     c = harness.row_config(row)
     assert c.model.hidden == (table5[slug] if group == "params" else 1024), row.id
     bptt = int(row.id.rsplit("-t", 1)[1])
     assert c.task.options.bptt == bptt, row.id
+    got = (c.optim.optimizer, c.optim.rmsprop_decay, c.optim.learning_rate)
+    assert got == ("rmsprop", 0.9, learning_rates[slug]), row.id
+    if slug == "exprnn":
+      assert (c.optim.lr_orth, c.model.cell.orthogonal_init) == (1e-4, "cayley"), row.id
     if slug == "nnrnn":  # Table 5's nnRNN rows, length 150 / 300
       got = (c.optim.optimizer, c.optim.learning_rate, c.optim.rmsprop_decay, c.optim.lr_orth,
              c.model.cell.delta, c.model.cell.t_decay, c.model.cell.orthogonal_init)
