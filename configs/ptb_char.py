@@ -27,13 +27,13 @@ Hyperparameters:
   carried hidden state overflowed (validation and training loss non-finite), the
   instability the paper's Sec. 5.3 attributes to eigenvalues left off the unit circle without
   the gamma penalty and T decay. With Table 5's settings gamma stays within 1 +- 0.002, yet
-  the entries of T inside the 2x2 blocks of eq (5) (``t_{2i+1, 2i}``, strictly lower, so in
-  T as printed) move the moduli of the complex pairs to ``sqrt(gamma^2 + gamma t sin
-  theta)``: after epoch 8, 50 of the 512 pairs lie above 1 (largest 1.008, mean 0.978).
-  Evaluation runs the frozen weights over 6,100 steps a row, and on one of the 64 validation
-  rows the state entered that mode and grew about 2.5x per 150 steps until the mean loss was
-  1e6 nats; training carries its state as long, but its weights change every step. The
-  best-validation selection passes over such an epoch.
+  the entries of T inside the 2x2 blocks of eq (5) (``t_{2i+1, 2i}``: strictly lower, so
+  part of T as printed and in the authors' code) move the moduli of the complex pairs to
+  ``sqrt(gamma^2 + gamma t sin theta)``: after epoch 8, 50 of the 512 pairs lie above 1
+  (largest 1.008, mean 0.978). Evaluation runs the frozen weights over 6,100 steps a row, and
+  on one of the 64 validation rows the state entered that mode and grew about 2.5x per 150
+  steps until the mean loss was 1e6 nats; training carries its state as long, but its
+  weights change every step. The best-validation selection passes over such an epoch.
 * ncgru: NC-GRU PTB-char (Mucllari et al. 2022, Sec. 4.5): 3 layers 430 / 1000 / 430, Adam
   5e-4, rho 50 (U_c orthogonal, Neumann-Cayley updates), and the paper's batch 32, BPTT 100
   and dropout 0.15 (``NCGRU_TRAINING``: 1,568 chunks an epoch, 50 epochs; the paper gives no
