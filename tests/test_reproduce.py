@@ -595,6 +595,19 @@ def test_a_time_limited_run_counts_its_steps_and_resumes_to_the_budget(tmp_path,
   assert rest["wall_seconds"] >= part["wall_seconds"]
 
 
+def test_a_part_killed_before_its_result_leaves_the_wall_time_incomplete():
+  """The result of a resumed run sums the wall time of the parts that recorded one; when
+  the previous result ends before the step the run resumed from, a killed part trained the
+  steps between and the sum misses it (and every later sum does too)."""
+  ok = {"steps": 2, "wall_complete": True}
+  assert harness.wall_covers_run(None, None) and harness.wall_covers_run(0, ok)
+  assert harness.wall_covers_run(2, ok)
+  assert not harness.wall_covers_run(4, ok)  # the part from 2 to 4 was killed
+  assert not harness.wall_covers_run(2, None)
+  assert not harness.wall_covers_run(6, {"steps": 6, "wall_complete": False})
+  assert harness.wall_covers_run(2, {"steps": 2})  # a result without the field
+
+
 @needs_data
 def test_reevaluate_adds_a_missing_metric_and_keeps_the_recorded_figures(tmp_path, tfds_dir,
                                                                          monkeypatch):

@@ -242,6 +242,18 @@ def compute_row(table: Table, row: Row, workdir: str, log=print) -> dict:
   return result
 
 
+def wall_covers_run(resumed_from: Optional[int], previous: Optional[dict]) -> bool:
+  """Whether a result's ``wall_seconds`` covers every part of its run.
+
+  A run that resumed from step ``resumed_from`` adds its time to the ``previous`` result's;
+  that sum misses a part when the previous result ends before ``resumed_from`` (a part
+  killed before it wrote a result trained the steps between) or misses one itself."""
+  if not resumed_from:
+    return True
+  return (previous is not None and int(previous["steps"]) == int(resumed_from)
+          and bool(previous.get("wall_complete", True)))
+
+
 def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
             steps: Optional[int] = None, smoke: bool = False, time_limit: float = 0.0,
             log=print) -> dict:
@@ -293,9 +305,7 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
       "baseline_loss": summary["baseline_loss"],
       "wall_seconds": round(previous + elapsed, 1) if summary.get("resumed_from") else
                       round(elapsed, 1),
-      # whether wall_seconds covers the whole run (a part killed before it wrote a result
-      # is not counted)
-      "wall_complete": not summary.get("resumed_from") or done is not None,
+      "wall_complete": wall_covers_run(summary.get("resumed_from"), done),
       "resumed_from": summary.get("resumed_from"),
       "machine": machine(), "commit": commit,
       "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -588,7 +598,7 @@ def table_markdown(table: Table, workdir: str, figure: Optional[str] = None,
     wall = f"{sum(r['wall_seconds'] for r in results) / len(results) / 60:.1f} min" \
         if results else ""
     if any(r.get("resumed_from") and not r.get("wall_complete", False) for r in results):
-      wall += " (after a resume: the resumed part only)"
+      wall += " (not counting a part stopped before it recorded a result)"
     shown = list(row.paper.items()) or ([(m, None) for m in STAND_IN_SHOWN] if row.config
                                         else [("", None)])
     if set(row.paper) & {"min_train_loss", "val_loss"} and "test_loss" not in row.paper:
