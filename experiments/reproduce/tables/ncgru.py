@@ -163,7 +163,7 @@ PTB_CHAR_TRAINING = {"train.batch_size": 32, "task.options.bptt": 100, "model.dr
 
 # What the runs showed, per Table 5 row.
 PTB_CHAR_RUN_NOTES = {
-    "ncgru-uc": ("the 4 epochs in two sessions (`--time-limit 7800`, resumed at step 3,250; "
+    "ncgru-uc": ("the 4 epochs in two parts (`--time-limit 7800`, resumed at step 3,250; "
                  "4.2 h in all on one core of the AMD EPYC, 2.3-2.5 s a step): validation BPC "
                  "1.710, 1.591, 1.539 and 1.507 after epochs 1-4, still falling by 0.03 an "
                  "epoch, so the 4-epoch budget stops short of the paper's 1.385"),
@@ -243,7 +243,8 @@ T6 = Table(
             note=("The authors' own GRU run (in parentheses next to the quoted 92.48); their "
                   "GRU set-up is not given, the preset is one layer of 829 units, Adam 1e-3, "
                   "clip 0.25; " + PTB_WORD_NOTE + ". Run to step 1,500 of those 2,080 "
-                  "(7.2 epochs, about 7.6 s a step on one core): the validation perplexity is "
+                  "(7.2 epochs, 5 to 7.6 s a step on one core, the slower while the test suite "
+                  "shared the machine): the validation perplexity is "
                   "451, 147, 126 and 118 after epochs 1 to 4, lowest at step 950 (117.4), and "
                   "119.4, 122.3, 128.9 and 129.0 after epochs 5 to 7 and at step 1,500, while "
                   "the training perplexity falls from 51 to about 30: without dropout the GRU "
@@ -260,7 +261,7 @@ T6 = Table(
                   "cell, 0.4 on the embedding, 0.25 on the output) match the paper; its "
                   "AWD-LSTM code drops out with one mask per sequence where lvf_jax draws one "
                   "per step, and its batch and BPTT are not given; " + PTB_WORD_NOTE + ". "
-                  "Run to step 1,400 of those 2,080 (6.7 epochs) in two sessions, 5.3 s a "
+                  "Run to step 1,400 of those 2,080 (6.7 epochs) in two parts, 5.3 s a "
                   "step on one core in the second: the validation perplexity is 402, 242, "
                   "194, 167, 149 and 138 after epochs 1 to 6 and 133 at step 1,400, still "
                   "falling, with the training perplexity (under dropout) about 115; the run "

@@ -90,15 +90,15 @@ def budget_note(preset: str, hidden: int) -> str:
   seconds = STEP_SECONDS[(preset, hidden)]
   epoch_min = seconds * CHUNKS[150] / 60
   return (f"budget: a BPTT-150 step takes {seconds:g} s on one core of the AMD EPYC "
-          f"(measured, training only), an epoch about {epoch_min:.0f} min "
-          f"and the 100 epochs about "
-          f"{epoch_min * EPOCHS / 60:.0f} h, so {EPOCHS_RUN[(preset, hidden)]} epochs are run")
+          f"(measured, training only), an epoch about {epoch_min:.0f} min and the 100 "
+          f"epochs about {epoch_min * EPOCHS / 60:.0f} h, so {EPOCHS_RUN[(preset, hidden)]} "
+          "epochs are run")
 
 
 # What the runs showed, per training row (every cell that reads its runs repeats it).
 RUN_NOTES = {
     "ptbchar-nnrnn-n1024-t150": (
-        "the 20 epochs in two sessions (4.1 h in all on one core, 2.8 s a step): validation "
+        "the 20 epochs in two parts (4.1 h in all on one core, 2.8 s a step): validation "
         "BPC 3.08, 2.25, 2.01, 1.89, 1.84, 1.78, 1.74 after epochs 1-7, 1.70, 1.68, 1.66, 1.66 "
         "after epochs 9, 11, 13, 14 and 1.66, 1.65, 1.64, 1.63, 1.61 after epochs 16-20, still "
         "falling; after epochs 8, 10, 12 and 15 the carried state overflowed on part of the "
