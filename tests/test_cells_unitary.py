@@ -118,6 +118,38 @@ def test_eunn_matrix_equals_numpy_product(n, capacity, complex_valued):
   np.testing.assert_allclose(np.asarray(w), np_eunn(n, ta, tb, *phases), atol=2e-5)
 
 
+@pytest.mark.parametrize("n", [2, 3, 6, 7])
+@pytest.mark.parametrize("capacity", [1, 2, 3, 4])
+@pytest.mark.parametrize("complex_valued", [True, False])
+def test_eunn_apply_equals_the_numpy_product(n, capacity, complex_valued):
+  """The layers applied to vectors (the factored EURNN's step) against NumPy's W x."""
+  rng = np.random.RandomState(10 * n + capacity + 1)
+  la, lb = (capacity + 1) // 2, capacity // 2
+  ta, tb = angles(rng, la, n // 2), angles(rng, lb, (n - 1) // 2)
+  phases = (angles(rng, la, n // 2), angles(rng, lb, (n - 1) // 2), angles(rng, n)) \
+      if complex_valued else ()
+  rot = geometry.eunn_rotations(*(jnp.asarray(a, jnp.float32) for a in (ta, tb) + phases))
+  x = rng.normal(size=(2, 3, n)) + (1j * rng.normal(size=(2, 3, n)) if complex_valued else 0)
+  x = x.astype(np.complex64 if complex_valued else np.float32)
+  want = x @ np_eunn(n, ta, tb, *phases).T
+  got = geometry.eunn_apply(rot, jnp.asarray(x))
+  assert got.dtype == x.dtype and got.shape == x.shape
+  np.testing.assert_allclose(np.asarray(got), want, atol=2e-5)
+  if complex_valued:  # a real x is the complex vector with zero imaginary part
+    np.testing.assert_allclose(np.asarray(geometry.eunn_apply(rot, jnp.asarray(x.real))),
+                               x.real @ np_eunn(n, ta, tb, *phases).T, atol=2e-5)
+
+
+def test_eunn_apply_bad_arguments():
+  rot = geometry.eunn_rotations(jnp.zeros((1, 3)), jnp.zeros((1, 2)))
+  with pytest.raises(ValueError, match=r"eunn_apply: argument 'x' must have n = 6 or 7"):
+    geometry.eunn_apply(rot, jnp.zeros((2, 5)))
+  with pytest.raises(ValueError, match="eunn_rotations: give both 'phi_a' and 'phi_b'"):
+    geometry.eunn_rotations(jnp.zeros((1, 3)), jnp.zeros((1, 2)), jnp.zeros((1, 3)))
+  with pytest.raises(ValueError, match="eunn_rotations: shapes of 'theta_a'"):
+    geometry.eunn_rotations(jnp.zeros((1, 3)), jnp.zeros((2, 2)))
+
+
 @given(n=st.integers(2, 9), capacity=st.integers(1, 6), seed=st.integers(0, 2**16))
 def test_eunn_is_unitary_property(n, capacity, seed):
   rng = np.random.RandomState(seed)
@@ -381,8 +413,79 @@ def test_complex_cells_mask_and_final_carry():
 
 def test_fused_path_covers_every_unitary_cell():
   for cell in (cells.EURNNCell(4, complex_valued=False), cells.EURNNCell(4), cells.URNNCell(4),
-               cells.GORUCell(4), cells.FullCapacityURNNCell(4)):
+               cells.GORUCell(4), cells.FullCapacityURNNCell(4), cells.EURNNCell(4, factored=True),
+               cells.EURNNCell(4, complex_valued=False, factored=True)):
     assert cell.fused_scan() is not None
+
+
+@pytest.mark.parametrize("complex_valued", [True, False])
+@pytest.mark.parametrize("capacity", [1, 2, 3])
+@pytest.mark.parametrize("fused", [True, False])
+def test_factored_eurnn_equals_the_dense_eurnn(complex_valued, capacity, fused):
+  """factored=True (rotation layers each step) is the same function of the same parameters
+  as the dense W: outputs, final carries and every gradient, with masks."""
+  kw = dict(features=7, capacity=capacity, complex_valued=complex_valued)
+  dense = layers.Recurrent(cells.EURNNCell(**kw), return_carry=True, fused=fused)
+  fact = layers.Recurrent(cells.EURNNCell(**kw, factored=True), return_carry=True, fused=fused)
+  x = jax.random.normal(jax.random.key(0), (3, 9, M))
+  lengths = jnp.array([9, 4, 6])
+  params = dense.init(jax.random.key(1), x)
+  assert jax.tree_util.tree_structure(params) == jax.tree_util.tree_structure(
+      fact.init(jax.random.key(1), x))
+  b = params["params"]["cell"]["bias"]
+  params["params"]["cell"]["bias"] = jax.random.uniform(jax.random.key(3), b.shape,
+                                                        minval=-0.6, maxval=0.4)
+  w = jax.random.normal(jax.random.key(2), (3, 9, dense.cell.state_size))
+
+  def loss(m, p, xx):
+    c, y = m.apply(p, xx, seq_lengths=lengths)
+    return jnp.sum(jnp.sin(y) * w) + jnp.sum(c ** 2)
+
+  np.testing.assert_allclose(loss(fact, params, x), loss(dense, params, x), rtol=1e-5)
+  g_fact = jax.jit(jax.grad(lambda p, xx: loss(fact, p, xx), (0, 1)))(params, x)
+  g_dense = jax.jit(jax.grad(lambda p, xx: loss(dense, p, xx), (0, 1)))(params, x)
+  jax.tree_util.tree_map(lambda a, c: np.testing.assert_allclose(a, c, rtol=2e-4, atol=2e-5),
+                         g_fact, g_dense)
+  assert np.any(np.asarray(g_fact[0]["params"]["cell"]["eunn"]["theta_a"]) != 0)
+
+
+def test_rnn_scan_operator_equals_the_dense_kernel_x64(x64):
+  """rnn_scan(operator=...) -- the EUNN's layers -- against the dense real kernel of the same
+  angles: values and gradients (angles through both parametrisations, inputs, carry, bias),
+  reversed and masked, and finite differences."""
+  from lvf_jax import recurrences as fused
+  from lvf_jax.cells.unitary import eunn_rows
+  rng = np.random.RandomState(3)
+  n, steps, batch = 5, 6, 3
+  shapes = [(2, n // 2), (1, (n - 1) // 2)] * 2 + [(n,)]
+  ang = tuple(jnp.asarray(angles(rng, *s)) for s in shapes)
+  u = jnp.asarray(rng.normal(size=(steps, batch, 2 * n)))
+  h0 = jnp.asarray(rng.normal(size=(batch, 2 * n)))
+  b = jnp.asarray(rng.uniform(-1.0, 0.5, n))
+  mask = jnp.asarray(rng.uniform(size=(steps, batch)) > 0.3)
+
+  def run(ang, u, h0, b, factored, reverse):
+    if factored:
+      k, op = geometry.eunn_rotations(*ang), eunn_rows
+    else:
+      k, op = geometry.complex_to_real_kernel(geometry.eunn_matrix(*ang)), None
+    c, hs = fused.rnn_scan(k, u, h0, b, activation="modrelu_split", mask=mask,
+                           reverse=reverse, operator=op)
+    return jnp.sum(jnp.cos(hs)) + jnp.sum(c)
+
+  args = (ang, u, h0, b)
+  for reverse in (False, True):
+    np.testing.assert_allclose(run(*args, True, reverse), run(*args, False, reverse),
+                               rtol=1e-12)
+    got = jax.grad(run, (0, 1, 2, 3))(*args, True, reverse)
+    want = jax.grad(run, (0, 1, 2, 3))(*args, False, reverse)
+    jax.tree_util.tree_map(
+        lambda a, c: np.testing.assert_allclose(a, c, rtol=1e-9, atol=1e-12), got, want)
+  jtu.check_grads(jax.jit(lambda *a: run(*a, True, False)), args, order=1, modes=("rev",),
+                  atol=1e-6, rtol=1e-6, eps=1e-6)
+  with pytest.raises(ValueError, match="rnn_scan: argument 'operator' must be a function"):
+    fused.rnn_scan(geometry.eunn_rotations(*ang), u, h0, b, activation="modrelu_split",
+                   operator="eunn")
 
 
 @pytest.mark.parametrize("cell", [cells.URNNCell(5), cells.EURNNCell(6, capacity=3),
@@ -467,6 +570,8 @@ def test_bfloat16_inputs_compute_in_float32_and_models_read_2n_outputs():
     (cells.GORUCell(4, capacity=1.5), "GORUCell: argument 'capacity'"),
     (cells.GORUCell(6, fft=True), "GORUCell: argument 'features' must be a power of 2 >= 2 with fft=True"),
     (cells.EURNNCell(12, fft=True), "EURNNCell: argument 'features' must be a power of 2"),
+    (cells.EURNNCell(8, fft=True, factored=True), "EURNNCell: factored=True .* cannot be combined "
+                                                  "with fft=True"),
     (cells.URNNCell(0), "URNNCell: argument 'features' must be a positive int"),
 ])
 def test_bad_arguments_raise(cell, match):

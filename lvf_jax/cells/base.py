@@ -295,8 +295,10 @@ def dense_over_leading_axes(x: Array, kernel: Array, bias: Optional[Array], dtyp
 # input_weights`), and forms ``x_t W + b`` inside its loop.
 
 
-def kernel_scan(cell: str, activation: str, use_bias: bool, in_loop: bool) -> Callable:
-  """The scan of ``h' = sigma(h K + u, b)``: :func:`lvf_jax.recurrences.rnn_scan`.
+def kernel_scan(cell: str, activation: str, use_bias: bool, in_loop: bool,
+                operator: Optional[Callable] = None) -> Callable:
+  """The scan of ``h' = sigma(h K + u, b)``: :func:`lvf_jax.recurrences.rnn_scan`
+  (``prep['kernel']`` the parameters of a structured ``operator`` where one is given).
 
   In the in-loop form an input bias joins the activation bias (the same sum inside
   ``tanh`` / ``relu`` / identity; a ``ValueError`` for a modReLU cell with an input bias).
@@ -305,7 +307,7 @@ def kernel_scan(cell: str, activation: str, use_bias: bool, in_loop: bool) -> Ca
   def scan(prep, carry, u, *, reverse=False, unroll=1, mask=None):
     return recurrences.rnn_scan(prep["kernel"], u, carry, prep["bias"] if use_bias else None,
                                 activation=activation, reverse=reverse, unroll=unroll,
-                                mask=mask)
+                                mask=mask, operator=operator)
 
   def scan_in_loop(prep, carry, x, *, input_weights, reverse=False, unroll=1, mask=None):
     w, b_in = input_weights
@@ -316,7 +318,8 @@ def kernel_scan(cell: str, activation: str, use_bias: bool, in_loop: bool) -> Ca
                          f"{activation!r} bias; project the inputs before the loop.")
       bias = b_in if bias is None else bias + b_in
     return recurrences.rnn_scan(prep["kernel"], x, carry, bias, activation=activation,
-                                input_kernel=w, reverse=reverse, unroll=unroll, mask=mask)
+                                input_kernel=w, reverse=reverse, unroll=unroll, mask=mask,
+                                operator=operator)
 
   return scan_in_loop if in_loop else scan
 

@@ -72,8 +72,12 @@ class EUNNParams(nn.Module):
   fft: bool = False
 
   @nn.compact
-  def __call__(self) -> Array:
+  def __call__(self, factored: bool = False) -> Any:
+    """The column-form ``W``, or with ``factored`` (tunable style only) its factors
+    :func:`lvf_jax.geometry.eunn_rotations` for :func:`lvf_jax.geometry.eunn_apply`."""
     n, pd = self.features, self.param_dtype
+    if factored and self.fft:
+      raise ValueError("EUNNParams: factored=True needs the tunable style (fft=False).")
     if self.fft:
       shape = (n.bit_length() - 1, n // 2)
       theta = self.param("theta", _angle_init, shape, pd)
@@ -89,12 +93,13 @@ class EUNNParams(nn.Module):
            else jnp.zeros((0, (n - 1) // 2), pd))
       return a, b
 
+    build = geometry.eunn_rotations if factored else geometry.eunn_matrix
     theta_a, theta_b = params("theta")
     if not self.complex_valued:
-      return geometry.eunn_matrix(theta_a, theta_b)
+      return build(theta_a, theta_b)
     phi_a, phi_b = params("phi")
     omega = self.param("omega", _angle_init, (n,), pd)
-    return geometry.eunn_matrix(theta_a, theta_b, phi_a, phi_b, omega)
+    return build(theta_a, theta_b, phi_a, phi_b, omega)
 
 
 class _UnitaryKernelCell(base.KernelCell):
@@ -256,6 +261,11 @@ class EURNNCell(_UnitaryKernelCell):
   ``comp=False``), an ordinary ``sigma(h K + u + b)`` cell that runs in the fused scan.
   ``fft=True``: the FFT-style EUNN (Sec. 4, :func:`lvf_jax.geometry.eunn_fft_matrix`,
   ``log2 n`` butterfly layers; ``n`` a power of 2, ``capacity`` unused).
+  ``factored=True`` (tunable style): each step applies the ``L`` rotation layers to the
+  state (:func:`lvf_jax.geometry.eunn_apply`, ``O(L n)``; cosines, sines and phases
+  evaluated once per sequence) instead of the dense ``W`` (``O(n^2)``), the same function
+  and parameters; the cheaper choice when ``L`` is much smaller than ``n``. Its scan is the
+  plain ``lax.scan`` of :meth:`step`, differentiated by JAX (no fused scan).
   Input kernel ``U(+-0.01)`` (to ``2n`` features ``[Re | Im]`` when complex), modReLU bias
   zeros, as the reference.
 
@@ -264,6 +274,8 @@ class EURNNCell(_UnitaryKernelCell):
     capacity: number of rotation layers ``L >= 1`` (default 2, as the reference).
     complex_valued: complex unitary (default) or real orthogonal.
     fft: FFT style instead of tunable style (default ``False``, as the reference EURNN).
+    factored: apply the rotation layers each step instead of the dense ``W`` (default
+      ``False``; tunable style only).
     activation: ``'modrelu'``; a real EURNN also accepts ``'tanh'``.
     kernel_init, bias_init: input kernel and modReLU bias initialisers.
   """
@@ -274,6 +286,7 @@ class EURNNCell(_UnitaryKernelCell):
   kernel_init: base.Initializer = base.symmetric_uniform(0.01)
   bias_init: Optional[base.Initializer] = nn.initializers.zeros_init()
   fft: bool = False
+  factored: bool = False
 
   @property
   def state_is_complex(self) -> bool:
@@ -282,12 +295,60 @@ class EURNNCell(_UnitaryKernelCell):
   def setup(self):
     name = type(self).__name__
     self._check_activation(name)
+    if self.factored and self.fft:
+      raise ValueError(
+          f"{name}: factored=True applies the tunable-style rotation layers; it cannot be "
+          f"combined with fft=True.")
     self.eunn = _eunn_params(self, name)
     self._setup_bias_and_input(name)
 
   def recurrent_matrix(self) -> Array:
     """Column-form ``W`` (complex unitary or real orthogonal)."""
     return self.eunn()
+
+  @nn.nowrap
+  def fused_scan(self, in_loop: bool = False) -> Optional[Callable]:
+    """The fused scan; with ``factored`` its recurrence is :func:`eunn_rows`."""
+    if not self.factored:
+      return super().fused_scan(in_loop)
+    activation = "modrelu_split" if self.state_is_complex else self.activation
+    return base.kernel_scan(type(self).__name__, activation, True, in_loop, operator=eunn_rows)
+
+  def prepare(self, dtype: Optional[base.Dtype] = None) -> dict[str, Any]:
+    """``{'kernel': K, 'bias': b}``; with ``factored`` the kernel is the rotations of
+    :func:`lvf_jax.geometry.eunn_rotations` (applied by :func:`eunn_rows`)."""
+    if not self.factored:
+      return super().prepare(dtype)
+    self.regularize()
+    prep = {"kernel": self.eunn(factored=True), "bias": self.activation_bias()}
+    return base.cast_tree(prep, self._prep_dtype(dtype))
+
+  @nn.nowrap
+  def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
+    """One step with the dense kernel, or with ``factored`` the rotation layers (pure)."""
+    if not isinstance(prep["kernel"], geometry.EUNNRotations):
+      return super().step(prep, carry, u)
+    if carry.shape[-1] != self.state_size:
+      raise ValueError(
+          f"{type(self).__name__}: the carry must have {self.state_size} entries (see "
+          f"initialize_carry); got shape {carry.shape}.")
+    z = eunn_rows(prep["kernel"], carry) + u
+    if self.state_is_complex:
+      h = geometry.modrelu_split(z, prep["bias"])
+    else:
+      h = base.activate(self.activation, z, prep["bias"])
+    return h, h
+
+
+def eunn_rows(rotations: "geometry.EUNNRotations", h: Array) -> Array:
+  """``h K`` of an EUNN applied by its layers (:func:`lvf_jax.geometry.eunn_apply`): rows
+  ``h`` real, or ``[Re h | Im h]`` for a complex EUNN; the operator of the factored
+  :class:`EURNNCell`'s fused scan."""
+  if rotations.phase_cos_a is None:
+    return geometry.eunn_apply(rotations, h)
+  n = h.shape[-1] // 2
+  z = geometry.eunn_apply(rotations, jax.lax.complex(h[..., :n], h[..., n:]))
+  return jnp.concatenate([z.real, z.imag], axis=-1)
 
 
 class GORUCell(base.StructuredCell):

@@ -5,7 +5,10 @@ The parametrisations build the paper's *column-form* matrix ``W`` (``h' = W h``)
 applying their factors to the identity, ``O(n^2 log n)`` (uRNN) or ``O(L n^2)`` (EUNN of
 capacity ``L``; ``L = log2 n`` in the FFT style) once per call -- a layer calls it once per
 sequence, so the recurrence is then one ``n x n`` product per step instead of ``L`` sparse
-factors.
+factors. Where ``L`` is much smaller than ``n`` (the EUNN's default capacity 2 at ``n`` in the
+thousands) the factors themselves are the cheaper step: :func:`eunn_rotations` evaluates the
+layers' cosines, sines and phases once, :func:`eunn_apply` applies them in ``O(L n)`` a
+vector.
 
 A full-capacity unitary matrix (Wisdom et al. 2016) is stored as the real pair
 ``P = [Re W, Im W]`` of shape ``(..., 2, n, n)`` (:func:`complex_from_pair`,
@@ -19,7 +22,7 @@ is unitary. No Flax in this module; every function is jit / vmap / grad safe.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -161,6 +164,27 @@ def _rotate_pairs(x: Array, i: np.ndarray, j: np.ndarray, theta: Array,
   return x.at[i].set(new_i).at[j].set(new_j)
 
 
+def _check_tunable(fn: str, theta_a: Array, theta_b: Array, phi_a: Optional[Array],
+                   phi_b: Optional[Array], omega: Optional[Array]) -> tuple[int, int, int]:
+  """``(n, L_a, L_b)`` of a tunable-space EUNN's angles, or ValueError naming ``fn``."""
+  if theta_a.ndim != 2 or theta_b.ndim != 2:
+    raise ValueError(
+        f"{fn}: arguments 'theta_a' and 'theta_b' must be 2-D (layers, pairs); got "
+        f"shapes {theta_a.shape} and {theta_b.shape}.")
+  n = theta_a.shape[1] + theta_b.shape[1] + 1
+  la, lb = theta_a.shape[0], theta_b.shape[0]
+  if theta_a.shape[1] != n // 2 or la - lb not in (0, 1):
+    raise ValueError(
+        f"{fn}: shapes of 'theta_a' {theta_a.shape} and 'theta_b' {theta_b.shape} do "
+        f"not describe alternating layers: need (L_a, n // 2) and (L_b, (n - 1) // 2) with "
+        f"L_a - L_b in {{0, 1}}.")
+  if (phi_a is not None) != (phi_b is not None):
+    raise ValueError(f"{fn}: give both 'phi_a' and 'phi_b' (complex EUNN) or neither.")
+  if omega is not None and phi_a is None:
+    raise ValueError(f"{fn}: argument 'omega' requires the phases 'phi_a', 'phi_b'.")
+  return n, la, lb
+
+
 def eunn_matrix(theta_a: Array, theta_b: Array, phi_a: Optional[Array] = None,
                 phi_b: Optional[Array] = None, omega: Optional[Array] = None) -> Array:
   r"""Tunable-space EUNN matrix (Jing et al. 2017, Sec. 4), column form::
@@ -182,22 +206,8 @@ def eunn_matrix(theta_a: Array, theta_b: Array, phi_a: Optional[Array] = None,
     ``W`` of shape ``(n, n)``: complex unitary if phases are given, else real orthogonal.
   """
   theta_a, theta_b = jnp.asarray(theta_a), jnp.asarray(theta_b)
-  if theta_a.ndim != 2 or theta_b.ndim != 2:
-    raise ValueError(
-        f"eunn_matrix: arguments 'theta_a' and 'theta_b' must be 2-D (layers, pairs); got "
-        f"shapes {theta_a.shape} and {theta_b.shape}.")
-  n = theta_a.shape[1] + theta_b.shape[1] + 1
-  la, lb = theta_a.shape[0], theta_b.shape[0]
-  if theta_a.shape[1] != n // 2 or la - lb not in (0, 1):
-    raise ValueError(
-        f"eunn_matrix: shapes of 'theta_a' {theta_a.shape} and 'theta_b' {theta_b.shape} do "
-        f"not describe alternating layers: need (L_a, n // 2) and (L_b, (n - 1) // 2) with "
-        f"L_a - L_b in {{0, 1}}.")
+  n, la, lb = _check_tunable("eunn_matrix", theta_a, theta_b, phi_a, phi_b, omega)
   complex_valued = phi_a is not None
-  if complex_valued != (phi_b is not None):
-    raise ValueError("eunn_matrix: give both 'phi_a' and 'phi_b' (complex EUNN) or neither.")
-  if omega is not None and not complex_valued:
-    raise ValueError("eunn_matrix: argument 'omega' requires the phases 'phi_a', 'phi_b'.")
   real = _checks.check_floating("eunn_matrix", "theta_a", theta_a.dtype)
   dtype = complex_dtype(real) if complex_valued else real
   x = jnp.eye(n, dtype=dtype)
@@ -215,6 +225,90 @@ def eunn_matrix(theta_a: Array, theta_b: Array, phi_a: Optional[Array] = None,
   if omega is not None:
     x = phase(omega)[:, None].astype(dtype) * x
   return x
+
+
+class EUNNRotations(NamedTuple):
+  """The trigonometric factors of a tunable-space EUNN (:func:`eunn_rotations`), evaluated
+  once per sequence: per layer ``cos theta``, ``sin theta`` and, for the complex EUNN,
+  ``cos phi``, ``sin phi``; ``omega_cos``, ``omega_sin`` of ``D_omega``. Real leaves only
+  (``None`` where absent), so casts and optimiser-free pytrees treat it as any parameter."""
+
+  cos_a: Array
+  sin_a: Array
+  cos_b: Array
+  sin_b: Array
+  phase_cos_a: Optional[Array] = None
+  phase_sin_a: Optional[Array] = None
+  phase_cos_b: Optional[Array] = None
+  phase_sin_b: Optional[Array] = None
+  omega_cos: Optional[Array] = None
+  omega_sin: Optional[Array] = None
+
+
+def eunn_rotations(theta_a: Array, theta_b: Array, phi_a: Optional[Array] = None,
+                   phi_b: Optional[Array] = None,
+                   omega: Optional[Array] = None) -> EUNNRotations:
+  """The factors of :func:`eunn_matrix`'s ``W = D_omega F_L ... F_1`` (Jing et al. 2017,
+  arXiv:1612.05231, Sec. 4) for :func:`eunn_apply`; arguments and checks as
+  :func:`eunn_matrix`."""
+  theta_a, theta_b = jnp.asarray(theta_a), jnp.asarray(theta_b)
+  _check_tunable("eunn_rotations", theta_a, theta_b, phi_a, phi_b, omega)
+  _checks.check_floating("eunn_rotations", "theta_a", theta_a.dtype)
+  trig = lambda a: (None, None) if a is None else (jnp.cos(a), jnp.sin(a))  # noqa: E731
+  return EUNNRotations(jnp.cos(theta_a), jnp.sin(theta_a), jnp.cos(theta_b),
+                       jnp.sin(theta_b), *trig(phi_a), *trig(phi_b), *trig(omega))
+
+
+def eunn_apply(rotations: EUNNRotations, x: Array) -> Array:
+  r"""``W x`` for every vector on the last axis of ``x`` (``(..., n)``), ``W`` the EUNN of
+  :func:`eunn_rotations`, applied layer by layer: ``A_1, B_1, A_2, ...`` then ``D_omega``,
+  ``O(L n)`` per vector instead of ``O(n^2)``. Equal to ``x @ eunn_matrix(...).T``.
+
+  ``x`` is complex for a complex EUNN (phases given); a real ``x`` with a complex EUNN is
+  taken as a complex vector with zero imaginary part.
+  """
+  r = rotations
+  complex_valued = r.phase_cos_a is not None
+  if complex_valued and not jnp.iscomplexobj(x):
+    x = jax.lax.complex(x, jnp.zeros_like(x))
+  n = x.shape[-1]
+  if r.cos_a.shape[-1] != n // 2 or r.cos_b.shape[-1] != (n - 1) // 2:
+    raise ValueError(
+        f"eunn_apply: argument 'x' must have n = {2 * r.cos_a.shape[-1]} or "
+        f"{2 * r.cos_a.shape[-1] + 1} entries on its last axis (the rotations' size); got "
+        f"shape {x.shape}.")
+  la, lb = r.cos_a.shape[0], r.cos_b.shape[0]
+
+  def phase(pc, ps, k):
+    return None if pc is None else jax.lax.complex(pc[k], ps[k]).astype(x.dtype)
+
+  for k in range(la):  # static: a few layers (the reference's capacity is 2)
+    x = _rotate_adjacent(x, r.cos_a[k], r.sin_a[k], phase(r.phase_cos_a, r.phase_sin_a, k), 0)
+    if k < lb:
+      x = _rotate_adjacent(x, r.cos_b[k], r.sin_b[k],
+                           phase(r.phase_cos_b, r.phase_sin_b, k), 1)
+  if r.omega_cos is not None:
+    x = _over_rows(jax.lax.complex(r.omega_cos, r.omega_sin).astype(x.dtype), x) * x
+  return x
+
+
+def _over_rows(v: Array, x: Array) -> Array:
+  """The per-coordinate vector ``v`` with leading unit axes to the rank of ``x``."""
+  return v.reshape((1,) * (x.ndim - v.ndim) + v.shape)
+
+
+def _rotate_adjacent(x: Array, c: Array, s: Array, e: Optional[Array], offset: int) -> Array:
+  """:func:`eunn_layer`'s rotation of the pairs ``(offset + 2k, offset + 2k + 1)`` of the
+  last axis of ``x``, as a reshape into pairs (no gather)."""
+  m = c.shape[-1]
+  lo, hi = offset, offset + 2 * m
+  pairs = x[..., lo:hi].reshape(x.shape[:-1] + (m, 2))
+  xi, xj = pairs[..., 0], pairs[..., 1]
+  if e is not None:
+    xj = _over_rows(e, xj) * xj
+  c, s = _over_rows(c.astype(x.dtype), xi), _over_rows(s.astype(x.dtype), xi)
+  new = jnp.stack([c * xi - s * xj, s * xi + c * xj], axis=-1).reshape(x.shape[:-1] + (2 * m,))
+  return jnp.concatenate([x[..., :lo], new, x[..., hi:]], axis=-1)
 
 
 def fft_pairs(n: int, layer: int) -> tuple[np.ndarray, np.ndarray]:

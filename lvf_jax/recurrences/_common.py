@@ -69,9 +69,11 @@ def prepare(fn: str, kernel, u, h0, bias, mask, seq_lengths, width: int, kernels
         f"{fn}: argument 'u' must be a floating array of shape (time, *batch, features); "
         f"got {u.dtype} of shape {u.shape}.")
   dtype = u.dtype
-  kernel = jnp.asarray(kernel)
-  n = kernel.shape[0] if kernel.ndim == 2 else -1
-  if kernel.ndim != 2 or kernel.shape != (n, kernels * n):
+  shape_only = isinstance(kernel, jax.ShapeDtypeStruct)  # a structured operator's shape
+  if not shape_only:
+    kernel = jnp.asarray(kernel)
+  n = kernel.shape[0] if len(kernel.shape) == 2 else -1
+  if len(kernel.shape) != 2 or kernel.shape != (n, kernels * n):
     want = "a square matrix (n, n)" if kernels == 1 else f"a matrix (n, {kernels} n)"
     raise ValueError(f"{fn}: argument 'kernel' must be {want}; got shape {kernel.shape}.")
   if width is not None and u.shape[-1] != width * n:
@@ -108,7 +110,7 @@ def prepare(fn: str, kernel, u, h0, bias, mask, seq_lengths, width: int, kernels
   u2 = u.reshape((num_steps, b, u.shape[-1]))
   h02 = h0.astype(dtype).reshape((b, n))
   mask2 = None if mask is None else mask.reshape((num_steps, b))
-  return kernel.astype(dtype), u2, h02, bias, mask2, batch_shape
+  return (kernel if shape_only else kernel.astype(dtype)), u2, h02, bias, mask2, batch_shape
 
 
 def finish(h_last, hs, mask, batch_shape):

@@ -10,7 +10,7 @@ arXiv:2102.09589), in row form (``K = M^T``); the design of the backward pass is
 from __future__ import annotations
 
 import functools
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import jax
 import jax.numpy as jnp
@@ -31,18 +31,23 @@ ACTIVATIONS = ("tanh", "modrelu", "identity", "relu", "modrelu_split")
 __all__ = ["ACTIVATIONS", "rnn_scan"]
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7, 8))
-def _rnn_core(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll):
-  hs = _rnn_forward(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7, 8, 9))
+def _rnn_core(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll, operator):
+  hs = _rnn_forward(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll, operator)
   return last_carry(h0, hs, reverse), hs
 
 
-def _rnn_forward(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll):
+def _recur(operator, kernel, h):
+  """``h K``: the dense product, or the structured ``operator(kernel, h)``."""
+  return jnp.dot(h, kernel) if operator is None else operator(kernel, h)
+
+
+def _rnn_forward(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll, operator):
   def body(h, xs):
     u_t, m_t = xs
     if w_in is not None:  # in-loop input projection (small input width)
       u_t = jnp.dot(u_t, w_in)
-    h_new = act_fwd(activation, jnp.dot(h, kernel) + u_t, bias)
+    h_new = act_fwd(activation, _recur(operator, kernel, h) + u_t, bias)
     if m_t is not None:
       h_new = mask_select(m_t, h_new, h)
     return h_new, h_new
@@ -51,16 +56,21 @@ def _rnn_forward(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll):
   return hs
 
 
-def _rnn_fwd(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll):
-  hs = _rnn_forward(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll)
+def _rnn_fwd(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll, operator):
+  hs = _rnn_forward(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll, operator)
   x = None if w_in is None else u
   return (last_carry(h0, hs, reverse), hs), (kernel, w_in, x, h0, bias, mask, hs)
 
 
-def _rnn_bwd(activation, reverse, unroll, res, cts):
+def _rnn_bwd(activation, reverse, unroll, operator, res, cts):
   kernel, w_in, x, h0, bias, mask, hs = res
   dh_last, dhs = cts
-  kernel_t = kernel.T
+  if operator is None:
+    kernel_t = kernel.T
+    back = lambda g: jnp.dot(g, kernel_t)  # noqa: E731
+  else:  # the transpose of the linear h -> operator(kernel, h)
+    back_t = jax.linear_transpose(lambda h: operator(kernel, h), h0)
+    back = lambda g: back_t(g)[0]  # noqa: E731
   has_bias = bias is not None
   # modReLU's bias gradient is sum dz * sign(h), not sum dz: accumulate it in the loop,
   # where h_t and dz_t are already in registers (saves a pass over two T B n arrays).
@@ -96,17 +106,23 @@ def _rnn_bwd(activation, reverse, unroll, res, cts):
     buf = step_update(buf, t, dz_prev)
     at_last, nxt = next_index(t, last, reverse)
     dy_next = jnp.where(at_last, jnp.zeros((), g.dtype), step_slice(buf, nxt))
-    c_new = jnp.dot(dz, kernel_t) + dy_next
+    c_new = back(dz) + dy_next
     if m_t is not None:
       # The carry of a padded step is the old carry: its cotangent flows straight through.
       c_new = c_new + padded_carry_cotangent(m_t, g)
     return (c_new, db, dz, buf), (dz if emit_aligned else None)
 
-  db0 = jnp.zeros(bias.shape, kernel.dtype) if acc_bias else None
+  db0 = jnp.zeros(bias.shape, hs.dtype) if acc_bias else None
   init = (dh_last + dhs[first], db0, jnp.zeros_like(dh_last), dhs)
   (dh0, db, dz_first, shifted), dz = jax.lax.scan(
       body, init, (step_indices(num_steps), hs, mask), reverse=not reverse, unroll=unroll)
-  d_kernel = big_matmul_tn(hs, shifted) + big_matmul_tn(h0, dz_first)
+  if operator is None:
+    d_kernel = big_matmul_tn(hs, shifted) + big_matmul_tn(h0, dz_first)
+  else:  # sum_t of the operator's parameter cotangent, over all T B rows at once
+    rows = lambda a: a.reshape((-1, a.shape[-1]))  # noqa: E731
+    h_all = jnp.concatenate([rows(hs), h0])
+    g_all = jnp.concatenate([rows(shifted), dz_first])
+    d_kernel = jax.vjp(lambda k: operator(k, h_all), kernel)[1](g_all)[0]
   d_bias = None
   if has_bias:
     if acc_bias:
@@ -144,7 +160,8 @@ def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *
              activation: str = "tanh", input_kernel: Optional[Array] = None,
              reverse: bool = False, unroll: int = 1,
              mask: Optional[Array] = None,
-             seq_lengths: Optional[Array] = None) -> tuple[Array, Array]:
+             seq_lengths: Optional[Array] = None,
+             operator: Optional[Callable[[Any, Array], Array]] = None) -> tuple[Array, Array]:
   """``h_t = sigma(h_{t-1} K + u_t, b)`` over time with the fused backward pass.
 
   The forward pass is the plain recurrence of expRNN eq 3 / scoRNN eq 5 / lvfRNN eq 5
@@ -169,6 +186,13 @@ def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *
     unroll: ``lax.scan`` unroll factor of both loops.
     mask: optional bool ``(T, *batch)``: where False the carry is frozen, the output zero.
     seq_lengths: optional int ``(*batch,)``, alternative to ``mask`` (``t < length``).
+    operator: optional structured recurrence: ``kernel`` is then any pytree of parameters
+      and ``operator(kernel, h)`` (``h`` of shape ``(B, n)``, linear in ``h``) stands for
+      ``h K``, e.g. the EUNN's rotation layers (``O(L n)`` instead of ``O(n^2)`` a row).
+      The backward loop applies its transpose (``jax.linear_transpose``); the parameters'
+      cotangent is one vector-Jacobian product of ``operator`` over all ``T B`` rows after
+      the loop, as ``dK`` is one product. Pass a module-level function (it is a static
+      argument).
 
   Returns:
     ``(h_final, hs)`` with ``hs`` time-major ``(T, *batch, n)``. Floating arguments are
@@ -177,19 +201,30 @@ def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *
   fn = "rnn_scan"
   check_choice(fn, "activation", activation, ACTIVATIONS)
   unroll = check_unroll(fn, unroll)
+  params = kernel
+  if operator is not None:
+    if not callable(operator):
+      raise ValueError(f"{fn}: argument 'operator' must be a function (params, h) -> h K; "
+                       f"got {type(operator).__name__}.")
+    n_state = jnp.shape(h0)[-1]
+    kernel = jax.ShapeDtypeStruct((n_state, n_state), jnp.result_type(u))
   split_bias = None
   if activation == "modrelu_split" and bias is not None:  # one bias per complex unit
-    n = jnp.shape(kernel)[-1]
+    n = (kernel.shape if operator is not None else jnp.shape(kernel))[-1]
     split_bias, bias = jnp.asarray(bias), None
     if n % 2 or split_bias.shape != (n // 2,):
       raise ValueError(
           f"{fn}: with activation='modrelu_split' the kernel acts on [Re h | Im h] (even "
-          f"size 2m) and argument 'bias' must have shape (m,); got kernel {jnp.shape(kernel)} "
+          f"size 2m) and argument 'bias' must have shape (m,); got kernel {tuple(kernel.shape)} "
           f"and bias {split_bias.shape}.")
   kernel, u2, h02, bias, mask2, batch_shape, w_in, _ = prepare_inputs(
       fn, kernel, u, h0, bias, mask, seq_lengths, 1, input_kernel=input_kernel)
   if split_bias is not None:
     bias = split_bias.astype(u2.dtype)
+  if operator is not None:  # the operator's parameters, floating leaves in u's dtype
+    kernel = jax.tree_util.tree_map(
+        lambda a: a.astype(u2.dtype) if jnp.issubdtype(jnp.result_type(a), jnp.floating)
+        else a, params)
   h_last, hs = _rnn_core(kernel, w_in, u2, h02, bias, mask2, activation, bool(reverse),
-                         unroll)
+                         unroll, operator)
   return finish(h_last, hs, mask2, batch_shape)

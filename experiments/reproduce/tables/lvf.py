@@ -15,6 +15,11 @@ PTB_EPOCH = 262  # truncated-BPTT chunks of one epoch at batch 128, T = 150
 PTB_BUDGET = dict(steps=50 * PTB_EPOCH, run_steps=PTB_EPOCH)
 PTB_NOTE = ("a GPU row: on 2 CPU cores one of the 50 epochs takes about 35 min "
             "(`--steps 262`); on one NVIDIA H100 the 50 epochs take 2.5-3 min")
+# the factored EURNN (rotation layers applied each step) trains a PTB-char step in about
+# 2.3 s on one core of the AMD EPYC, the dense 1024-unit recurrences of the others in 6-7 s
+PTB_NOTES = {"eurnn": ("a GPU row: on one CPU core one of the 50 epochs takes about 10 min "
+                       "(`--steps 262`, 2.3 s a step), the 50 epochs about 8 h; on one NVIDIA "
+                       "H100 the 50 epochs take 2.5-3 min")}
 JSB_STEPS = 100 * 229  # 100 epochs of one sequence per update
 MUSE_STEPS = 100 * 524
 MUSE_RUN = 30 * 524
@@ -181,7 +186,8 @@ def _t1_row(preset, name, bpc, acc, hidden):
   overrides = {"model.hidden": 1024} if preset in ("rnn", "exprnn") else {}
   return Row(id=f"ptb-{preset}", task="PTB-char T=150", model=name, paper=paper,
              config=f"ptb_char.py:{preset}", overrides=overrides, paper_params=f"n={hidden}",
-             note=sentence(T1_QUOTED.get(preset), _note("ptb", preset, PTB_NOTE), end=""),
+             note=sentence(T1_QUOTED.get(preset),
+                           _note("ptb", preset, PTB_NOTES.get(preset, PTB_NOTE)), end=""),
              **PTB_BUDGET)
 
 
