@@ -418,6 +418,22 @@ def test_fused_path_covers_every_unitary_cell():
     assert cell.fused_scan() is not None
 
 
+def assert_same_function(fast, plain, params, x, lengths, w, atol):
+  """Two layers of the same parameters give the same masked loss and the same gradients
+  (parameters and inputs); returns the first's gradients."""
+
+  def loss(m, p, xx):
+    c, y = m.apply(p, xx, seq_lengths=lengths)
+    return jnp.sum(jnp.sin(y) * w) + jnp.sum(c ** 2)
+
+  np.testing.assert_allclose(loss(fast, params, x), loss(plain, params, x), rtol=1e-5)
+  g_fast = jax.jit(jax.grad(lambda p, xx: loss(fast, p, xx), (0, 1)))(params, x)
+  g_plain = jax.jit(jax.grad(lambda p, xx: loss(plain, p, xx), (0, 1)))(params, x)
+  jax.tree_util.tree_map(lambda a, c: np.testing.assert_allclose(a, c, rtol=2e-4, atol=atol),
+                         g_fast, g_plain)
+  return g_fast
+
+
 @pytest.mark.parametrize("complex_valued", [True, False])
 @pytest.mark.parametrize("capacity", [1, 2, 3])
 @pytest.mark.parametrize("fused", [True, False])
@@ -436,16 +452,7 @@ def test_factored_eurnn_equals_the_dense_eurnn(complex_valued, capacity, fused):
   params["params"]["cell"]["bias"] = jax.random.uniform(jax.random.key(3), b.shape,
                                                         minval=-0.6, maxval=0.4)
   w = jax.random.normal(jax.random.key(2), (3, 9, dense.cell.state_size))
-
-  def loss(m, p, xx):
-    c, y = m.apply(p, xx, seq_lengths=lengths)
-    return jnp.sum(jnp.sin(y) * w) + jnp.sum(c ** 2)
-
-  np.testing.assert_allclose(loss(fact, params, x), loss(dense, params, x), rtol=1e-5)
-  g_fact = jax.jit(jax.grad(lambda p, xx: loss(fact, p, xx), (0, 1)))(params, x)
-  g_dense = jax.jit(jax.grad(lambda p, xx: loss(dense, p, xx), (0, 1)))(params, x)
-  jax.tree_util.tree_map(lambda a, c: np.testing.assert_allclose(a, c, rtol=2e-4, atol=2e-5),
-                         g_fact, g_dense)
+  g_fact = assert_same_function(fact, dense, params, x, lengths, w, atol=2e-5)
   assert np.any(np.asarray(g_fact[0]["params"]["cell"]["eunn"]["theta_a"]) != 0)
 
 
@@ -505,16 +512,7 @@ def test_fused_layer_equals_plain_scan_with_masks(cell, reverse):
   params["params"]["cell"][name] = 0.8 * jax.random.uniform(jax.random.key(3), b.shape,
                                                             minval=-1.0, maxval=0.5)
   w = jax.random.normal(jax.random.key(2), (3, 7, getattr(cell, "state_size", cell.features)))
-
-  def loss(m, p, xx):
-    c, y = m.apply(p, xx, seq_lengths=lengths)
-    return jnp.sum(jnp.sin(y) * w) + jnp.sum(c ** 2)
-
-  np.testing.assert_allclose(loss(fast, params, x), loss(plain, params, x), rtol=1e-5)
-  g_fast = jax.jit(jax.grad(lambda p, xx: loss(fast, p, xx), (0, 1)))(params, x)
-  g_plain = jax.jit(jax.grad(lambda p, xx: loss(plain, p, xx), (0, 1)))(params, x)
-  jax.tree_util.tree_map(lambda a, c: np.testing.assert_allclose(a, c, rtol=2e-4, atol=2e-6),
-                         g_fast, g_plain)
+  g_fast = assert_same_function(fast, plain, params, x, lengths, w, atol=2e-6)
   assert np.any(np.asarray(g_fast[0]["params"]["cell"][name]) != 0)
 
 
