@@ -264,8 +264,8 @@ class EURNNCell(_UnitaryKernelCell):
   ``factored=True`` (tunable style): each step applies the ``L`` rotation layers to the
   state (:func:`lvf_jax.geometry.eunn_apply`, ``O(L n)``; cosines, sines and phases
   evaluated once per sequence) instead of the dense ``W`` (``O(n^2)``), the same function
-  and parameters; the cheaper choice when ``L`` is much smaller than ``n``. Its scan is the
-  plain ``lax.scan`` of :meth:`step`, differentiated by JAX (no fused scan).
+  and parameters; the cheaper choice when ``L`` is much smaller than ``n``. Its fused scan is
+  :func:`lvf_jax.recurrences.rnn_scan` with :func:`eunn_rows` as the structured operator.
   Input kernel ``U(+-0.01)`` (to ``2n`` features ``[Re | Im]`` when complex), modReLU bias
   zeros, as the reference.
 

@@ -16,7 +16,7 @@ PTB_BUDGET = dict(steps=50 * PTB_EPOCH, run_steps=PTB_EPOCH)
 PTB_NOTE = ("a GPU row: on 2 CPU cores one of the 50 epochs takes about 35 min "
             "(`--steps 262`); on one NVIDIA H100 the 50 epochs take 2.5-3 min")
 # the factored EURNN (rotation layers applied each step) trains a PTB-char step in about
-# 2.3 s on one core of the AMD EPYC, the dense 1024-unit recurrences of the others in 6-7 s
+# 2.3 s on one core of the AMD EPYC (6.4 s with its dense W)
 PTB_NOTES = {"eurnn": ("a GPU row: on one CPU core one of the 50 epochs takes about 10 min "
                        "(`--steps 262`, 2.3 s a step), the 50 epochs about 8 h; on one NVIDIA "
                        "H100 the 50 epochs take 2.5-3 min")}
