@@ -465,47 +465,39 @@ def assert_same_function(fast, plain, params, x, lengths, w, atol):
   return g_fast
 
 
+def factored_against_dense(cls, fused, **kw):
+  """The gradients of ``cls(**kw, factored=True)`` after checking that it is the same
+  function of the same parameters as the dense ``W``: outputs, final carries and every
+  gradient, with masks."""
+  dense = layers.Recurrent(cls(**kw), return_carry=True, fused=fused)
+  fact = layers.Recurrent(cls(**kw, factored=True), return_carry=True, fused=fused)
+  x = jax.random.normal(jax.random.key(0), (3, 9, M))
+  lengths = jnp.array([9, 4, 6])
+  params = dense.init(jax.random.key(1), x)
+  assert jax.tree_util.tree_structure(params) == jax.tree_util.tree_structure(
+      fact.init(jax.random.key(1), x))
+  b = params["params"]["cell"]["bias"]
+  params["params"]["cell"]["bias"] = jax.random.uniform(jax.random.key(3), b.shape,
+                                                        minval=-0.6, maxval=0.4)
+  w = jax.random.normal(jax.random.key(2), (3, 9, dense.cell.state_size))
+  return assert_same_function(fact, dense, params, x, lengths, w, atol=2e-5)[0]["params"]
+
+
 @pytest.mark.parametrize("complex_valued", [True, False])
 @pytest.mark.parametrize("capacity", [1, 2, 3])
 @pytest.mark.parametrize("fused", [True, False])
 def test_factored_eurnn_equals_the_dense_eurnn(complex_valued, capacity, fused):
-  """factored=True (rotation layers each step) is the same function of the same parameters
-  as the dense W: outputs, final carries and every gradient, with masks."""
-  kw = dict(features=7, capacity=capacity, complex_valued=complex_valued)
-  dense = layers.Recurrent(cells.EURNNCell(**kw), return_carry=True, fused=fused)
-  fact = layers.Recurrent(cells.EURNNCell(**kw, factored=True), return_carry=True, fused=fused)
-  x = jax.random.normal(jax.random.key(0), (3, 9, M))
-  lengths = jnp.array([9, 4, 6])
-  params = dense.init(jax.random.key(1), x)
-  assert jax.tree_util.tree_structure(params) == jax.tree_util.tree_structure(
-      fact.init(jax.random.key(1), x))
-  b = params["params"]["cell"]["bias"]
-  params["params"]["cell"]["bias"] = jax.random.uniform(jax.random.key(3), b.shape,
-                                                        minval=-0.6, maxval=0.4)
-  w = jax.random.normal(jax.random.key(2), (3, 9, dense.cell.state_size))
-  g_fact = assert_same_function(fact, dense, params, x, lengths, w, atol=2e-5)
-  assert np.any(np.asarray(g_fact[0]["params"]["cell"]["eunn"]["theta_a"]) != 0)
+  """factored=True: the rotation layers applied each step."""
+  g = factored_against_dense(cells.EURNNCell, fused, features=7, capacity=capacity,
+                             complex_valued=complex_valued)
+  assert np.any(np.asarray(g["cell"]["eunn"]["theta_a"]) != 0)
 
 
 @pytest.mark.parametrize("fused", [True, False])
 def test_factored_urnn_equals_the_dense_urnn(fused):
-  """factored=True (the factors applied each step) is the same function of the same
-  parameters as the dense W: outputs, final carries and every gradient, with masks."""
-  dense = layers.Recurrent(cells.URNNCell(6, permutation_seed=3), return_carry=True,
-                           fused=fused)
-  fact = layers.Recurrent(cells.URNNCell(6, permutation_seed=3, factored=True),
-                          return_carry=True, fused=fused)
-  x = jax.random.normal(jax.random.key(0), (3, 9, M))
-  lengths = jnp.array([9, 4, 6])
-  params = dense.init(jax.random.key(1), x)
-  assert jax.tree_util.tree_structure(params) == jax.tree_util.tree_structure(
-      fact.init(jax.random.key(1), x))
-  b = params["params"]["cell"]["bias"]
-  params["params"]["cell"]["bias"] = jax.random.uniform(jax.random.key(3), b.shape,
-                                                        minval=-0.6, maxval=0.4)
-  w = jax.random.normal(jax.random.key(2), (3, 9, dense.cell.state_size))
-  g_fact = assert_same_function(fact, dense, params, x, lengths, w, atol=2e-5)
-  assert np.all(np.asarray(g_fact[0]["params"]["cell"]["reflection"]) != 0)
+  """factored=True: phases, FFTs, reflections and the permutation applied each step."""
+  g = factored_against_dense(cells.URNNCell, fused, features=6, permutation_seed=3)
+  assert np.all(np.asarray(g["cell"]["reflection"]) != 0)
 
 
 @pytest.mark.parametrize("structure", ["eunn", "urnn"])

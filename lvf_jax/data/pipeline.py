@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import pathlib
 import queue
 import re
+import tempfile
 import threading
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence
 
@@ -94,11 +96,14 @@ def prepare(name: str, **kwargs) -> tfds.core.DatasetBuilder:
 
 
 def _prepare_once(name: str, make: Callable[[], Any], tfds_dir) -> Any:
-  """``make()``'s builder, prepared under an exclusive lock on a file in the TFDS directory."""
+  """``make()``'s builder, prepared under an exclusive lock on a file in the temporary
+  directory, named by the dataset and the TFDS directory (which stays untouched)."""
   b = make()
   if _is_prepared(b):
     return b
-  with _file_lock(pathlib.Path(paths.tfds_data_dir(tfds_dir)) / f".lvf_{name}.lock"):
+  where = str(pathlib.Path(paths.tfds_data_dir(tfds_dir)).resolve())
+  key = hashlib.sha256(f"{where}\0{name}".encode()).hexdigest()[:16]
+  with _file_lock(pathlib.Path(tempfile.gettempdir()) / f"lvf_jax-prepare-{key}.lock"):
     b = make()  # another process may have prepared it while this one waited
     if not _is_prepared(b):
       _download_and_prepare(name, b)
@@ -107,14 +112,13 @@ def _prepare_once(name: str, make: Callable[[], Any], tfds_dir) -> Any:
 
 @contextlib.contextmanager
 def _file_lock(path: pathlib.Path) -> Iterator[None]:
-  """An exclusive ``flock`` on ``path`` (created if needed); no lock where ``fcntl`` is
-  missing (not POSIX)."""
+  """An exclusive ``flock`` on ``path`` (created if needed, left in place); no lock where
+  ``fcntl`` is missing (not POSIX)."""
   try:
     import fcntl  # pylint: disable=import-outside-toplevel
   except ImportError:
     yield
     return
-  path.parent.mkdir(parents=True, exist_ok=True)
   with open(path, "a", encoding="utf-8") as f:
     fcntl.flock(f, fcntl.LOCK_EX)
     try:
