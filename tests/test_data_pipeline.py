@@ -383,6 +383,27 @@ def test_processes_preparing_a_dataset_together_both_read_it(tmp_path):
   assert [out.split()[-1] for out, _ in outs] == ["3", "3"]
 
 
+def test_load_of_an_unprepared_dataset_builds_its_builder_twice(tmp_path, monkeypatch):
+  """Once to find it unprepared, once more under the lock (another process may have
+  prepared it meanwhile); the prepared dataset is then read with one builder."""
+  from lvf_jax.data import pipeline  # pylint: disable=import-outside-toplevel
+  (tmp_path / "raw" / "cifar10").mkdir(parents=True)
+  _fake_cifar_archive(tmp_path / "raw" / "cifar10" / "cifar-10-binary.tar.gz")
+  calls = []
+  real = pipeline.builder
+
+  def counting(*args, **kwargs):
+    calls.append(args)
+    return real(*args, **kwargs)
+
+  monkeypatch.setattr(pipeline, "builder", counting)
+  kw = dict(data_dir=tmp_path / "raw", tfds_dir=tmp_path / "tfds", verify_checksums=False)
+  assert len(data.load("cifar10", "test", **kw)) == 3
+  assert len(calls) == 2
+  assert len(data.load("cifar10", "test", **kw)) == 3
+  assert len(calls) == 3
+
+
 # ---------------------------------------------------------------------------------------------
 # FSDD and (synthetic-tree) TIMIT
 

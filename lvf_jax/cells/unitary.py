@@ -226,11 +226,17 @@ class URNNCell(_UnitaryKernelCell):
     """The fixed permutation ``Pi`` as an index array."""
     return np.random.RandomState(self.permutation_seed).permutation(self.features)
 
-  def recurrent_matrix(self) -> Array:
-    """The complex column-form ``W``."""
+  def _factors(self) -> geometry.URNNFactors:
+    """The factors of ``W`` (:func:`lvf_jax.geometry.urnn_factors`) from the parameters."""
     v = jax.lax.complex(self.reflection[:, 0], self.reflection[:, 1])
-    return geometry.urnn_matrix(self.theta[0], self.theta[1], self.theta[2], v[0], v[1],
-                                self.permutation())
+    return geometry.urnn_factors(self.theta[0], self.theta[1], self.theta[2], v[0], v[1])
+
+  def recurrent_matrix(self) -> Array:
+    """The complex column-form ``W``: :func:`lvf_jax.geometry.urnn_apply` of the factors on
+    the identity (as :func:`lvf_jax.geometry.urnn_matrix`)."""
+    factors = self._factors()
+    eye = jnp.eye(self.features, dtype=geometry.complex_dtype(factors.phase_cos.dtype))
+    return geometry.urnn_apply(factors, eye, self.permutation()).T
 
   @nn.nowrap
   def _rows(self) -> Callable[[Any, Array], Array]:
@@ -250,9 +256,7 @@ class URNNCell(_UnitaryKernelCell):
     if not self.factored:
       return super().prepare(dtype)
     self.regularize()
-    v = jax.lax.complex(self.reflection[:, 0], self.reflection[:, 1])
-    factors = geometry.urnn_factors(self.theta[0], self.theta[1], self.theta[2], v[0], v[1])
-    prep = {"kernel": factors, "bias": self.activation_bias()}
+    prep = {"kernel": self._factors(), "bias": self.activation_bias()}
     return base.cast_tree(prep, self._prep_dtype(dtype))
 
   @nn.nowrap

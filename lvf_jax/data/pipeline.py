@@ -95,10 +95,11 @@ def prepare(name: str, **kwargs) -> tfds.core.DatasetBuilder:
   return _prepare_once(name, lambda: builder(name, **kwargs), kwargs.get("tfds_dir"))
 
 
-def _prepare_once(name: str, make: Callable[[], Any], tfds_dir) -> Any:
+def _prepare_once(name: str, make: Callable[[], Any], tfds_dir, first: Any = None) -> Any:
   """``make()``'s builder, prepared under an exclusive lock on a file in the temporary
-  directory, named by the dataset and the TFDS directory (which stays untouched)."""
-  b = make()
+  directory, named by the dataset and the TFDS directory (which stays untouched); ``first``:
+  a builder ``make()`` returned already (checked before the lock instead of a new one)."""
+  b = make() if first is None else first
   if _is_prepared(b):
     return b
   where = str(pathlib.Path(paths.tfds_data_dir(tfds_dir)).resolve())
@@ -365,7 +366,7 @@ def load(name: str, split: str, *, data_dir: Optional[paths.PathLike] = None,
         raise paths.MissingDataError(
             f"load: dataset {name!r} is not prepared in {b.data_dir}; call "
             f"lvf_jax.data.prepare({name!r}) or pass prepare_if_missing=True.")
-      b = _prepare_once(name, make, tfds_dir)
+      b = _prepare_once(name, make, tfds_dir, first=b)
     data_source = b.as_data_source(split=base_split)
     vocab = b.info.metadata.get("vocab") if kind == "ptb" else None
 
