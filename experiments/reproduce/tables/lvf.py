@@ -131,6 +131,12 @@ ROW_NOTES = {
         "this budget rather than overfits; with the vector field at Adam 4e-6 the same budget "
         "gave 1.644; at 2e-5 the validation BPC after 4 epochs was 3.03 (1.2e-5: 2.07), and "
         "the midpoint map at 2e-5 or 6e-5 overflowed within 160 steps (docs/NOTES.md)"),
+    ("ptb", "fcurnn"): (
+        "the one epoch of the CPU budget (262 steps) in 48 min on one core of the Intel "
+        "Xeon shared with another run (about 11 s a step with the dense 1024 x 1024 complex "
+        "W): the training loss falls from 2.76 nats (step 50) to 2.25, 2.14, 2.09 and 2.05 "
+        "(step 262), the validation BPC after the epoch is 2.96: far from converged, as the "
+        "one-epoch uRNN and EURNN rows"),
     ("ptb", "rnn"): (
         "stopped by `--time-limit 105` on an NVIDIA H100 at 41 of the 50 epochs: the "
         "validation BPC is lowest at epoch 17 and the training BPC falls to 1.36 after it, "
