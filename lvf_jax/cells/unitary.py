@@ -232,11 +232,8 @@ class URNNCell(_UnitaryKernelCell):
     return geometry.urnn_factors(self.theta[0], self.theta[1], self.theta[2], v[0], v[1])
 
   def recurrent_matrix(self) -> Array:
-    """The complex column-form ``W``: :func:`lvf_jax.geometry.urnn_apply` of the factors on
-    the identity (as :func:`lvf_jax.geometry.urnn_matrix`)."""
-    factors = self._factors()
-    eye = jnp.eye(self.features, dtype=geometry.complex_dtype(factors.phase_cos.dtype))
-    return geometry.urnn_apply(factors, eye, self.permutation()).T
+    """The complex column-form ``W`` (:func:`lvf_jax.geometry.urnn_factors_matrix`)."""
+    return geometry.urnn_factors_matrix(self._factors(), self.permutation())
 
   @nn.nowrap
   def _rows(self) -> Callable[[Any, Array], Array]:

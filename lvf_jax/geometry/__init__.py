@@ -79,6 +79,7 @@ from lvf_jax.geometry.unitary import (
     URNNFactors,
     urnn_apply,
     urnn_factors,
+    urnn_factors_matrix,
     urnn_matrix,
 )
 
@@ -96,5 +97,5 @@ __all__ = [
     "project_divergence_free", "qr_positive", "reflect", "rotation", "rotation_blocks",
     "scaled_cayley", "scaled_normal", "scaling_diagonal", "schur_form", "sinkhorn",
     "skew_from_packed", "skew_from_triu", "uniform_angle", "URNNFactors", "urnn_apply",
-    "urnn_factors", "urnn_matrix", "urnn_unitary",
+    "urnn_factors", "urnn_factors_matrix", "urnn_matrix", "urnn_unitary",
 ]

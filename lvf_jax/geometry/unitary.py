@@ -118,9 +118,16 @@ def urnn_matrix(theta1: Array, theta2: Array, theta3: Array, v1: Array, v2: Arra
     The complex ``(n, n)`` unitary matrix ``W``.
   """
   factors = urnn_factors(theta1, theta2, theta3, v1, v2)
+  perm = _check_permutation("urnn_matrix", permutation, factors.phase_cos.shape[-1])
+  return urnn_factors_matrix(factors, perm)
+
+
+def urnn_factors_matrix(factors: URNNFactors, permutation: np.ndarray) -> Array:
+  """The complex column-form ``(n, n)`` ``W`` of :func:`urnn_matrix` from its factors
+  (:func:`urnn_factors`): :func:`urnn_apply` on the identity."""
   n = factors.phase_cos.shape[-1]
-  perm = _check_permutation("urnn_matrix", permutation, n)
-  return urnn_apply(factors, jnp.eye(n, dtype=complex_dtype(factors.phase_cos.dtype)), perm).T
+  return urnn_apply(factors, jnp.eye(n, dtype=complex_dtype(factors.phase_cos.dtype)),
+                    permutation).T
 
 
 def _check_permutation(fn: str, permutation: np.ndarray, n: int) -> np.ndarray:
