@@ -168,11 +168,11 @@ PTB_CHAR_RUN_NOTES = {
                  "1.710, 1.591, 1.539 and 1.507 after epochs 1-4, still falling by 0.03 an "
                  "epoch, so the 4-epoch budget stops short of the paper's 1.385"),
     "lstm": ("stopped by `--time-limit 7500` at 3,900 of the 6,272 steps (2.5 of the 4 "
-             "epochs; 2.2 h on one core of an Intel Xeon shared with another row, 2.0 s a "
+             "epochs; 2.2 h on one core of an Intel Xeon, the other row on the second, 2.0 s a "
              "step): validation BPC 1.767 and 1.596 after epochs 1 and 2, 1.555 at the stop "
              "half an epoch later, still falling; resumable with the same command"),
     "gru": ("stopped by `--time-limit 7500` at 3,950 of the 6,272 steps (2.5 of the 4 "
-            "epochs; 2.2 h on one core of an Intel Xeon shared with another row, 2.0 s a "
+            "epochs; 2.2 h on one core of an Intel Xeon, the other row on the second, 2.0 s a "
             "step): validation BPC 1.671 and 1.558 after epochs 1 and 2 (NC-GRU(U_c): 1.710 "
             "and 1.591), 1.525 at the stop half an epoch later, still falling; resumable with "
             "the same command"),
