@@ -173,7 +173,7 @@ def _ptb_row(slug, name, preset, paper_hidden, optim_note, group, bptt, metric, 
                  "in both columns: the fixed-budget model is the N = 1024 one, so this cell "
                  "reads the runs of that column's row in Table 1")
   notes.append(RUN_NOTES.get(source_id))
-  note = sentence(f"+- {err} (standard error over 5 runs)", size, optim_note,
+  note = sentence(f"the paper's +- {err} is the standard error over 5 runs", size, optim_note,
                   budget_note(preset, hidden), *notes)
   return Row(
       id=row_id, task=f"PTB-char, {where}", model=name,
