@@ -167,10 +167,11 @@ PTB_CHAR_RUN_NOTES = {
                  "4.2 h in all on one core of the AMD EPYC, 2.3-2.5 s a step): validation BPC "
                  "1.710, 1.591, 1.539 and 1.507 after epochs 1-4, still falling by 0.03 an "
                  "epoch, so the 4-epoch budget stops short of the paper's 1.385"),
-    "lstm": ("stopped by `--time-limit 7500` at 3,900 of the 6,272 steps (2.5 of the 4 "
-             "epochs; 2.2 h on one core of an Intel Xeon, the other row on the second, 2.0 s a "
-             "step): validation BPC 1.767 and 1.596 after epochs 1 and 2, 1.555 at the stop "
-             "half an epoch later, still falling; resumable with the same command"),
+    "lstm": ("the 4 epochs in two parts (the first stopped by `--time-limit 7500` at step "
+             "3,900, then resumed; 3.8 h in all on one core of an Intel Xeon, the other core "
+             "running a second row, 2.0-2.4 s a step): validation BPC 1.767, 1.596, 1.522 "
+             "and 1.478 after epochs 1-4, still falling by 0.04 an epoch, so the 4-epoch "
+             "budget stops short of the paper's 1.40"),
     "gru": ("stopped by `--time-limit 7500` at 3,950 of the 6,272 steps (2.5 of the 4 "
             "epochs; 2.2 h on one core of an Intel Xeon, the other row on the second, 2.0 s a "
             "step): validation BPC 1.671 and 1.558 after epochs 1 and 2 (NC-GRU(U_c): 1.710 "
