@@ -34,6 +34,7 @@ def test_cells_benchmark_writes_every_requested_row(tmp_path):
     assert all(c not in ("", "-") for c in cols[4:]), cols
 
 
+@pytest.mark.slow  # the summary's use of the state-width row is checked without timing below
 def test_cells_benchmark_adds_the_state_width_floor_for_complex_cells(tmp_path):
   out = tmp_path / "cells.md"
   assert cells_bench.main(["--cells", "urnn", "goru", "--n", "4", "--T", "3", "--batch", "2",
@@ -108,6 +109,7 @@ def test_cells_benchmark_keeps_finished_settings_when_a_later_one_fails(tmp_path
   assert "| antisymmetric | 2.00 |" in text  # its summary: 2 ms / the floor's 1 ms
 
 
+@pytest.mark.slow
 def test_cells_benchmark_times_the_fft_variants_where_n_is_a_power_of_two(tmp_path,
                                                                           monkeypatch):
   assert cells_bench.build("eurnn_fft", 8).fft and cells_bench.build("goru_fft", 8).fft

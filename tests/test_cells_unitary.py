@@ -396,7 +396,10 @@ def test_unitary_recurrence_preserves_the_norm(name, kw, n):
                              rtol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["urnn", "eurnn", "goru", "fcurnn"])
+# the complex cells in the default suite; EURNN and GORU (whose layers the fused-scan tests
+# above also cover) under -m slow
+@pytest.mark.parametrize("name", ["urnn", pytest.param("eurnn", marks=pytest.mark.slow),
+                                  pytest.param("goru", marks=pytest.mark.slow), "fcurnn"])
 def test_layer_gradients_equal_nn_rnn_and_loop(name):
   cell = cells.make_cell(name, 4)
   layer = layers.Recurrent(cell, return_carry=True)
@@ -484,7 +487,7 @@ def factored_against_dense(cls, fused, **kw):
 
 
 @pytest.mark.parametrize("complex_valued", [True, False])
-@pytest.mark.parametrize("capacity", [1, 2, 3])
+@pytest.mark.parametrize("capacity", [1, pytest.param(2, marks=pytest.mark.slow), 3])
 @pytest.mark.parametrize("fused", [True, False])
 def test_factored_eurnn_equals_the_dense_eurnn(complex_valued, capacity, fused):
   """factored=True: the rotation layers applied each step."""
@@ -500,7 +503,9 @@ def test_factored_urnn_equals_the_dense_urnn(fused):
   assert np.all(np.asarray(g["cell"]["reflection"]) != 0)
 
 
-@pytest.mark.parametrize("structure", ["eunn", "urnn"])
+# the EUNN layers also run fused against the plain scan (test_fused_layer_equals_plain_scan_
+# with_masks) and factored against dense (test_factored_eurnn_equals_the_dense_eurnn)
+@pytest.mark.parametrize("structure", [pytest.param("eunn", marks=pytest.mark.slow), "urnn"])
 def test_rnn_scan_operator_equals_the_dense_kernel_x64(x64, structure):
   """rnn_scan(operator=...) -- the EUNN's layers, the uRNN's factors -- against the dense
   real kernel of the same angles: values and gradients (angles through both
@@ -551,11 +556,16 @@ def test_rnn_scan_operator_equals_the_dense_kernel_x64(x64, structure):
     fused.rnn_scan(factors(*ang), u, h0, b, activation="modrelu_split", operator=structure)
 
 
-@pytest.mark.parametrize("cell", [cells.URNNCell(5), cells.EURNNCell(6, capacity=3),
-                                  cells.EURNNCell(6, complex_valued=False, capacity=3),
-                                  cells.GORUCell(5, capacity=3), cells.FullCapacityURNNCell(4)],
-                         ids=["urnn", "eurnn", "eurnn_real", "goru", "fcurnn"])
-@pytest.mark.parametrize("reverse", [False, True])
+_MASKED_CELLS = {"urnn": cells.URNNCell(5), "eurnn": cells.EURNNCell(6, capacity=3),
+                 "eurnn_real": cells.EURNNCell(6, complex_valued=False, capacity=3),
+                 "goru": cells.GORUCell(5, capacity=3), "fcurnn": cells.FullCapacityURNNCell(4)}
+
+
+# every cell forward; reversed, the EUNN in the default suite and every cell under -m slow
+@pytest.mark.parametrize("cell, reverse", [
+    pytest.param(cell, reverse, id=f"{reverse}-{name}",
+                 marks=pytest.mark.slow if reverse and name != "eurnn" else ())
+    for reverse in (False, True) for name, cell in _MASKED_CELLS.items()])
 def test_fused_layer_equals_plain_scan_with_masks(cell, reverse):
   x = jax.random.normal(jax.random.key(0), (3, 7, M))
   lengths = jnp.array([7, 3, 5])

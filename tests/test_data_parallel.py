@@ -37,7 +37,7 @@ def copy_config(mesh, steps=6, model="lvf"):
       checkpoint_every=3, progress_bar=False, tensorboard=False, plot=False, mesh=mesh))
 
 
-@pytest.mark.parametrize("model", ["lvf", "scornn"])
+@pytest.mark.parametrize("model", ["lvf", pytest.param("scornn", marks=pytest.mark.slow)])
 def test_four_devices_give_the_single_device_metrics(tmp_path, capsys, model):
   assert jax.local_device_count() >= 4
   train.train_and_evaluate(copy_config("", model=model), str(tmp_path / "one"))

@@ -32,7 +32,7 @@ def _small(name):
 
 #: One cell per fused scan (rnn, Euler, gated Euler, complex rnn, LSTM, GRU, NC-GRU, GORU);
 #: the other cells share these scans and run under -m slow.
-FAST = ("lvf", "antisymmetric", "gated_antisymmetric", "urnn", "lstm", "gru", "ncgru", "goru")
+FAST = ("lvf", "antisymmetric", "gated_antisymmetric", "fcurnn", "lstm", "gru", "ncgru", "goru")
 
 
 @pytest.mark.parametrize("name, axis_type",

@@ -28,8 +28,10 @@ def _loss_and_grads(layer, params, x, **kw):
   return jax.value_and_grad(loss, has_aux=True)(params)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow)
-                                  if n in ("exprnn", "urnn") else n for n in CELLS])
+# one cell per kind of carry in the default suite (a vector, LSTM's pair, NC-GRU's gated
+# state), every cell under -m slow
+@pytest.mark.parametrize("name", [n if n in ("lvf", "lstm", "ncgru")
+                                  else pytest.param(n, marks=pytest.mark.slow) for n in CELLS])
 @pytest.mark.parametrize("fused", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_segments_equal_the_plain_layer(name, fused):
   cell = cells.make_cell(name, 12)

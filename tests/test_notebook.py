@@ -278,6 +278,7 @@ def test_geometry_notebook_executes(tmp_path, kernel_env):
     assert line in text, line
 
 
+@pytest.mark.slow  # trains four models; the other notebooks execute in the default suite
 def test_dynamics_notebook_executes(tmp_path, kernel_env):
   for key, value in SMALL_SETTINGS["dynamics.ipynb"].items():
     kernel_env.setenv(key, value)
