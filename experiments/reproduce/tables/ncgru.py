@@ -172,16 +172,16 @@ PTB_CHAR_RUN_NOTES = {
              "running a second row, 2.0-2.4 s a step): validation BPC 1.767, 1.596, 1.522 "
              "and 1.478 after epochs 1-4, still falling by 0.04 an epoch, so the 4-epoch "
              "budget stops short of the paper's 1.40"),
-    "gru": ("stopped by `--time-limit 7500` at 3,950 of the 6,272 steps (2.5 of the 4 "
-            "epochs; 2.2 h on one core of an Intel Xeon, the other row on the second, 2.0 s a "
-            "step): validation BPC 1.671 and 1.558 after epochs 1 and 2 (NC-GRU(U_c): 1.710 "
-            "and 1.591), 1.525 at the stop half an epoch later, still falling; resumable with "
-            "the same command"),
-    "scornn": ("stopped by `--time-limit 5186` at 1,600 of the 4,704 steps (1.0 of the 3 "
-               "epochs; 1.6 h on one core of an Intel Xeon, the other core running a second "
-               "row and then the test suite, 3.0-5.4 s a step): validation BPC 2.071 after "
-               "epoch 1 (LSTM 1.767, GRU 1.671, NC-GRU(U_c) 1.710) and 2.060 at the stop; "
-               "resumable with the same command"),
+    "gru": ("the 4 epochs in two parts (the first stopped by `--time-limit 7500` at step "
+            "3,950, then resumed; one core of an Intel Xeon, 2.0 s a step; the recorded wall "
+            "time includes about 36 min during which the process was stopped while the test "
+            "suite was timed): validation BPC 1.671, 1.558, 1.506 and 1.478 after epochs 1-4 "
+            "(NC-GRU(U_c): 1.710, 1.591, 1.539, 1.507), still falling by 0.03 an epoch"),
+    "scornn": ("2,300 of the 4,704 steps (1.5 of the 3 epochs) in parts stopped by "
+               "`--time-limit` (5186 s to step 1,600, then 1600 s to step 2,300; 2.1 h in all "
+               "on one core of an Intel Xeon, 2.5-3.0 s a step): validation BPC 2.071 after "
+               "epoch 1 (LSTM 1.767, GRU 1.671, NC-GRU(U_c) 1.710) and 1.929 at the stop, "
+               "still falling; resumable with the same command"),
 }
 
 
