@@ -2,10 +2,9 @@
 
 These settings apply to the test process only; importing lvf_jax never changes them. The tests
 compile many small programs, so compilation dominates their time: unless the environment says
-otherwise, XLA's expensive optimisation passes are off (``JAX_DISABLE_MOST_OPTIMIZATIONS=1``;
-set it to 0 to test the optimised programs) and compiled programs are kept in a persistent
-cache shared by the pytest-xdist workers and the command-line runs the tests start
-(``JAX_COMPILATION_CACHE_DIR``, a per-user folder in the temporary directory). The raw
+otherwise, compiled programs are kept in a persistent cache shared by the pytest-xdist workers
+and the command-line runs the tests start (``JAX_COMPILATION_CACHE_DIR``, a per-user folder in
+the temporary directory). The raw
 data directory is ``$LVF_JAX_DATA_DIR`` when set, else a ``shared/data`` folder beside the
 repository when there is one (the data tests skip, saying why, where neither exists).
 """
@@ -16,7 +15,6 @@ import pathlib
 import tempfile
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
-os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(
     pathlib.Path(tempfile.gettempdir()) / f"lvf_jax-tests-xla-cache-{getpass.getuser()}"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
