@@ -30,10 +30,10 @@ def _loss(layer, lengths):
   return loss
 
 
-# forward: every cell whose input enters its scan differently in the default suite (the
-# cells left out share the scan of one kept: expRNN and nnRNN scoRNN's real modReLU scan, the
-# uRNN the full-capacity uRNN's complex one, GORU NC-GRU's gate biases), every cell under
-# -m slow; reversed: one cell per scan family in the default suite
+# forward: in the default suite every cell whose input enters its scan differently; the
+# cells left out share a kept cell's scan (expRNN and nnRNN: scoRNN's real modReLU scan; uRNN:
+# the full-capacity uRNN's complex one; GORU: NC-GRU's gate biases) and run under -m slow;
+# reversed: one cell per scan family in the default suite
 FORWARD_SLOW = ("exprnn", "nnrnn", "urnn", "goru")
 REVERSED_FAST = ("lvf", "lstm", "ncgru")
 
