@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from lvf_jax import cells
 
@@ -11,6 +12,12 @@ N, M, B, T = 6, 3, 3, 7
 ALL_CELLS = sorted(cells.CELLS)
 CELL_KW = {"lvf": dict(integrator="midpoint", tau=0.8),
            "ncgru": dict(orthogonal_reset=True)}
+
+
+def slow_unless(fast, values, *rest):
+  """pytest parameters ``(value, *rest)`` for each of ``values``, marked slow unless the
+  value is in ``fast``."""
+  return [pytest.param(v, *rest, marks=() if v in fast else pytest.mark.slow) for v in values]
 
 
 def make(name, **kw):

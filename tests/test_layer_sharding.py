@@ -11,6 +11,8 @@ from jax.sharding import PartitionSpec as P
 
 from lvf_jax import cells, layers, models
 
+from layer_helpers import slow_unless
+
 
 def mesh(axis_type):
   return jax.make_mesh((4,), ("data",), axis_types=(axis_type,))
@@ -36,9 +38,7 @@ FAST = ("lvf", "antisymmetric", "gated_antisymmetric", "fcurnn", "lstm", "gru", 
 
 
 @pytest.mark.parametrize("name, axis_type",
-                         [pytest.param(n, AxisType.Explicit,
-                                       marks=() if n in FAST else pytest.mark.slow)
-                          for n in CELLS]
+                         slow_unless(FAST, CELLS, AxisType.Explicit)
                          + [pytest.param(n, AxisType.Auto, marks=pytest.mark.slow)
                             for n in ("lvf", "gru", "ncgru")])
 def test_layer_on_a_sharded_batch_equals_one_device(name, axis_type):

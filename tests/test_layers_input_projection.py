@@ -12,7 +12,7 @@ from lvf_jax import cells, layers
 from lvf_jax import recurrences as fused_lib
 from lvf_jax.layers import recurrent as recurrent_lib
 
-from layer_helpers import B, N, T, close, data, init_params, make
+from layer_helpers import B, N, T, close, data, init_params, make, slow_unless
 
 # Every cell whose fused scan is rnn_scan: modReLU (expRNN, nnRNN, uRNN complex state,
 # full-capacity uRNN), tanh with an input bias (tanh RNN), lvfRNN, scoRNN; and the gated
@@ -34,15 +34,12 @@ def _loss(layer, lengths):
 # cells left out share a kept cell's scan (expRNN and nnRNN: scoRNN's real modReLU scan; uRNN:
 # the full-capacity uRNN's complex one; GORU: NC-GRU's gate biases) and run under -m slow;
 # reversed: one cell per scan family in the default suite
-FORWARD_SLOW = ("exprnn", "nnrnn", "urnn", "goru")
+FORWARD_FAST = tuple(n for n in IN_LOOP_CELLS if n not in ("exprnn", "nnrnn", "urnn", "goru"))
 REVERSED_FAST = ("lvf", "lstm", "ncgru")
 
 
-@pytest.mark.parametrize("name, reverse", [
-    pytest.param(n, False, marks=pytest.mark.slow if n in FORWARD_SLOW else ())
-    for n in IN_LOOP_CELLS] + [
-    pytest.param(n, True, marks=() if n in REVERSED_FAST else pytest.mark.slow)
-    for n in IN_LOOP_CELLS])
+@pytest.mark.parametrize("name, reverse", slow_unless(FORWARD_FAST, IN_LOOP_CELLS, False)
+                         + slow_unless(REVERSED_FAST, IN_LOOP_CELLS, True))
 def test_in_loop_matches_hoisted_and_plain_scan_x64(name, reverse, x64):
   x = data().astype(jnp.float64)
   lengths = jnp.array([T, 3, 5], jnp.int32)

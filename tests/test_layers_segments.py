@@ -10,6 +10,8 @@ from flax import linen as nn
 
 from lvf_jax import cells, layers, models, recurrences
 
+from layer_helpers import slow_unless
+
 CELLS = ["exprnn", "lvf", "urnn", "lstm", "gru", "ncgru", "antisymmetric",
          "gated_antisymmetric"]
 
@@ -30,8 +32,7 @@ def _loss_and_grads(layer, params, x, **kw):
 
 # one cell per kind of carry in the default suite (a vector, LSTM's pair, NC-GRU's gated
 # state), every cell under -m slow
-@pytest.mark.parametrize("name", [n if n in ("lvf", "lstm", "ncgru")
-                                  else pytest.param(n, marks=pytest.mark.slow) for n in CELLS])
+@pytest.mark.parametrize("name", slow_unless(("lvf", "lstm", "ncgru"), CELLS))
 @pytest.mark.parametrize("fused", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_segments_equal_the_plain_layer(name, fused):
   cell = cells.make_cell(name, 12)
