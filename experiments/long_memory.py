@@ -39,6 +39,7 @@ from experiments.reproduce.harness import (load_config, machine, read_result,
 from lvf_jax.train.config import set_field
 from lvf_jax.train.loop import BEST_VARIABLES
 from lvf_jax.train.reporting import MetricWriter
+from lvf_jax.train.stop import StoppedBySignal
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = 1e-3  # copy: cross entropy; adding: mean squared error (LEM's threshold)
@@ -372,7 +373,7 @@ def train_run(run: Run, workdir: str, *, steps: Optional[int] = None,
   from lvf_jax import train  # pylint: disable=g-import-not-at-top
   run_dir = os.path.join(workdir, run.id)
   os.makedirs(run_dir, exist_ok=True)
-  diverged = None
+  diverged = stopped = None
   try:
     summary = train.train_and_evaluate(run_config(run, steps=steps, time_limit=time_limit),
                                        run_dir)
@@ -380,6 +381,8 @@ def train_run(run: Run, workdir: str, *, steps: Optional[int] = None,
     print(f"long_memory: {run.id}: {e}")
     diverged = {"step": e.step, "loss": e.loss, "grad_norm": e.grad_norm}
     summary = {"steps": e.step, "parameters": None, "seconds_total": None}
+  except train.StoppedBySignal as e:  # a partial result, as at a time limit; then stop
+    stopped, summary = e, e.summary
   result = {
       "run": run.id, "config": run.config, "T": run.T, "batch": run.batch,
       "steps": summary["steps"], "budget": int(steps or run.steps),
@@ -393,6 +396,8 @@ def train_run(run: Run, workdir: str, *, steps: Optional[int] = None,
   result["gradient_reach"] = gradient_reach(run_dir)
   result["memory_probe"] = memory_probe(run_dir)
   write_result(run_dir, result)
+  if stopped is not None:
+    raise stopped
   return result
 
 
@@ -576,6 +581,7 @@ def main(argv=None) -> int:
   unknown = [n for n in names if n not in RUNS]
   if unknown:
     raise SystemExit(f"unknown run(s) {unknown}; --list shows them.")
+  stopped = None  # a run stopped by SIGTERM / SIGINT: the report is written, then exit
   if args.probe:
     for name in names:
       run_dir = os.path.join(args.workdir, name)
@@ -599,11 +605,16 @@ def main(argv=None) -> int:
         print(f"long_memory: {name}: diverged at step {done['diverged']['step']}, skipped "
               f"(remove {os.path.join(args.workdir, name)} to train it again)")
         continue
-      result = train_run(RUNS[name], args.workdir, steps=args.steps or None,
-                         time_limit=args.time_limit)
+      try:
+        result = train_run(RUNS[name], args.workdir, steps=args.steps or None,
+                           time_limit=args.time_limit)
+      except StoppedBySignal as e:  # its partial result is written
+        print(f"long_memory: {name}: {e}")
+        stopped = e
+        break
       print(f"long_memory: {name}: {json.dumps(result)}")
   print(f"long_memory: wrote {report(args.workdir, args.out)}")
-  return 0
+  return 0 if stopped is None else stopped.exit_status
 
 
 if __name__ == "__main__":

@@ -566,18 +566,15 @@ def test_lvf_presets_differ_from_table5_only_where_documented(spec, changed):
   assert literal[("model", "name")] == ours[("model", "name")] == "lvf"
 
 
-def test_a_time_limited_run_counts_its_steps_and_resumes_to_the_budget(tmp_path, monkeypatch):
-  """``--time-limit``: the result of the stopped part counts the steps it reached (the page
-  shows the fraction), and the next invocation resumes to the full budget."""
-  table = rows.get("lvf-t4")
-  row = table.row("copy-rnn")
+def small_copy_rows(monkeypatch, log_every: int) -> None:
+  """Makes the harness train the copy rows small (T 10, 8 units) at commit ``abc1234``."""
   real = harness.row_config
 
   def small(*args, **kwargs):
     c = real(*args, **kwargs)
     c.task.options.T = 10
     c.model.hidden = 8
-    c.train.log_every = 2
+    c.train.log_every = log_every
     c.train.eval_size = 16
     c.train.plot = False
     return c
@@ -585,6 +582,14 @@ def test_a_time_limited_run_counts_its_steps_and_resumes_to_the_budget(tmp_path,
   monkeypatch.setattr(harness, "row_config", small)
   monkeypatch.setenv("LVF_JAX_COMMIT", "abc1234")
   monkeypatch.setattr(harness, "_STARTED_AT_COMMIT", [])  # asked afresh in this test
+
+
+def test_a_time_limited_run_counts_its_steps_and_resumes_to_the_budget(tmp_path, monkeypatch):
+  """``--time-limit``: the result of the stopped part counts the steps it reached (the page
+  shows the fraction), and the next invocation resumes to the full budget."""
+  table = rows.get("lvf-t4")
+  row = table.row("copy-rnn")
+  small_copy_rows(monkeypatch, log_every=2)
   work = tmp_path / "runs"
   part = harness.run_row(table, row, str(work), steps=6, time_limit=1e-9, log=lambda *_: None)
   assert part["steps"] == 2 and part["commit"] == "abc1234" and part["budget_steps"] == 6

@@ -12,7 +12,9 @@ After the runs, the results found under the workdir are merged into the archive
 ``docs/reproduction/results/<table>.json`` (``--out``/results, committed) and
 ``docs/reproduction/<table>.md`` is rewritten from it, so a page regenerated without the
 runs keeps every result recorded before. Rows that cannot run here (no data, no model) are
-listed with the reason and their command.
+listed with the reason and their command. SIGTERM or SIGINT (Ctrl-C) stops the run in
+progress after its step, checkpointed, with its partial result written; the command then
+rewrites that table's page and exits with 128 + the signal's number.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import os
 import sys
 
 from experiments.reproduce import harness, rows
+from lvf_jax.train import StoppedBySignal
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -87,6 +90,7 @@ def main(argv=None) -> int:
   harness.started_at_commit()
   tables = _select(args)
   wanted = [s for s in args.rows.split(",") if s]
+  stopped = None  # a run stopped by SIGTERM / SIGINT: its table's page is written, then exit
   for table in tables:
     selected = [table.row(r) for r in wanted] if wanted else list(table.rows)
     if args.reevaluate:
@@ -101,16 +105,25 @@ def main(argv=None) -> int:
           continue
         seeds = [args.seed] if args.seed >= 0 else range(args.seeds or row.seeds)
         for seed in seeds:
-          harness.run_row(table, row, args.workdir, seed=seed, steps=args.steps or None,
-                          smoke=args.smoke, time_limit=args.time_limit)
+          try:
+            harness.run_row(table, row, args.workdir, seed=seed, steps=args.steps or None,
+                            smoke=args.smoke, time_limit=args.time_limit)
+          except StoppedBySignal as e:  # the row's partial result is written
+            print(f"reproduce: {table.id}/{row.id} seed {seed}: {e}")
+            stopped = e
+            break
+        if stopped is not None:
+          break
     path = harness.write_table(table, args.workdir, args.out)
     print(f"reproduce: wrote {path}")
     if args.release:
       for row in selected:
         print(f"reproduce: release {table.id}/{row.id}: "
               f"{harness.release_row(table, row, args.workdir)}")
+    if stopped is not None:
+      break
   print(f"reproduce: wrote {harness.write_index(rows.tables(), args.workdir, args.out)}")
-  return 0
+  return 0 if stopped is None else stopped.exit_status
 
 
 if __name__ == "__main__":

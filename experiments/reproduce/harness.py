@@ -262,8 +262,10 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
 
   ``time_limit`` (seconds, 0: none) stops the training at its next log step after that
   long (``config.train.time_limit``): the result then counts the steps reached, and running
-  the row again resumes it. A row with ``runs_of`` runs the row it names (in that row's
-  directory, with that row's identity in the result)."""
+  the row again resumes it; so does a stop by SIGTERM or SIGINT, whose result is written
+  before :class:`lvf_jax.train.StoppedBySignal` is raised again. A row with ``runs_of``
+  runs the row it names (in that row's directory, with that row's identity in the
+  result)."""
   table, row = rows_lib.source(table, row)
   if row.analytic:
     return compute_row(table, row, workdir, log=log)
@@ -284,12 +286,15 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
       return {}
     log(f"reproduce: {table.id}/{row.id} seed {seed}: {c.train.steps} steps in {run_dir}")
     t0 = time.time()
+    stopped = None
     try:
       summary = train.train_and_evaluate(c, run_dir)
     except train.NonFiniteLossError as e:
       log(f"reproduce: {table.id}/{row.id} seed {seed}: {e}")
       summary = {"steps": int(c.train.steps), "parameters": None,
                  "best_validation_step": None, "baseline_loss": None, "diverged_at": e.step}
+    except train.StoppedBySignal as e:  # a partial result, as at a time limit; then stop
+      stopped, summary = e, e.summary
   elapsed = time.time() - t0
   previous = 0.0 if done is None else float(done.get("wall_seconds", 0.0))
   diverged = summary.get("diverged_at")
@@ -313,6 +318,8 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
       "smoke": smoke,
   }
   write_result(run_dir, result)
+  if stopped is not None:
+    raise stopped
   return result
 
 

@@ -8,8 +8,10 @@ from lvf_jax.train.builders import build_model, build_optimizer, build_pipeline
 from lvf_jax.train.config import base_config, validate_config
 from lvf_jax.train.loop import NonFiniteLossError, train_and_evaluate
 from lvf_jax.train.resume import ConfigMismatchError
+from lvf_jax.train.stop import StoppedBySignal
 
 __all__ = [
-    "ConfigMismatchError", "NonFiniteLossError", "base_config", "build_model",
-    "build_optimizer", "build_pipeline", "train_and_evaluate", "validate_config",
+    "ConfigMismatchError", "NonFiniteLossError", "StoppedBySignal", "base_config",
+    "build_model", "build_optimizer", "build_pipeline", "train_and_evaluate",
+    "validate_config",
 ]

@@ -4,7 +4,9 @@
 ``configs/copy.py:lvf`` in a checkout, or your own file) or, when no such file exists, the
 name of a shipped config (``lvf_jax.configs``). ``--download`` lets a dataset task fetch raw
 files missing from the data directory. Errors in the config or the data (a missing, corrupt or
-incomplete file) are one line and exit status 2. Every config field can be overridden
+incomplete file) are one line and exit status 2; a non-finite loss exits with 3; SIGTERM or
+SIGINT stops the run after its current step, checkpointed, and exits with 128 + the signal's
+number (143, 130). Every config field can be overridden
 (``--config.model.hidden=256``). Unknown task or model names list the valid ones and invalid
 values fail before anything is compiled. ``python -m experiments.main`` is the same command
 in a checkout.
@@ -101,7 +103,7 @@ def main(argv) -> None:
   from absl import logging
   if not flags.FLAGS["verbosity"].present:
     logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
-  from lvf_jax.train import loop  # heavy imports after flag parsing
+  from lvf_jax.train import loop, stop  # heavy imports after flag parsing
   config = _CONFIG.value
   if config is None or _WORKDIR.value is None:
     raise app.UsageError("both --config and --workdir are required.")
@@ -120,6 +122,9 @@ def main(argv) -> None:
   except loop.NonFiniteLossError as e:
     print(f"lvf_jax: {e}", file=sys.stderr)
     sys.exit(3)
+  except stop.StoppedBySignal as e:  # checkpointed: the status of a process the signal ended
+    print(f"lvf_jax: {e}", file=sys.stderr)
+    sys.exit(e.exit_status)
   except Exception as e:  # pylint: disable=broad-except
     if not _is_data_error(e):
       raise

@@ -71,6 +71,7 @@ def base_config() -> ml_collections.ConfigDict:
       "diagnostics": True,
       "mesh": "auto",
       "time_limit": 0.0,
+      "stop_on_signal": True,
       "tbptt": 0,
       "allow_resume_changes": False,
   })
@@ -107,6 +108,10 @@ def validate_config(config: ml_collections.ConfigDict):
   if isinstance(limit, bool) or not isinstance(limit, numbers.Real) or not limit >= 0:
     raise ValueError(f"config: 'train.time_limit' must be a number of seconds >= 0 (0: no "
                      f"limit); got {limit!r}.")
+  stop_on_signal = _get(t, "stop_on_signal", True)
+  if not isinstance(stop_on_signal, bool):
+    raise ValueError(f"config: 'train.stop_on_signal' must be True or False; got "
+                     f"{stop_on_signal!r}.")
   _positive_int("train.batch_size", t.batch_size)
   for name in ("eval_every", "log_every", "checkpoint_every", "eval_size", "eval_batch_size",
                "keep_checkpoints"):

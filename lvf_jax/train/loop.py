@@ -9,6 +9,10 @@
   step; the step's update is discarded and the last good checkpoint is left untouched. The
   jitted step records the first bad step on the device and freezes the state from there, so
   the host checks only when it logs, evaluates or saves (no synchronisation per step).
+* SIGTERM or SIGINT (a scheduler's stop, Ctrl-C, a notebook's interrupt) ends the run after
+  the step it is in: the step is logged and checkpointed, the summary written, and
+  :class:`~lvf_jax.train.stop.StoppedBySignal` raised (``train.stop_on_signal``, default
+  True; a second signal acts as without it). Running again resumes there.
 * Evaluation on the fixed validation split every ``eval_every`` steps; the test split is
   evaluated whenever validation improves ("test at the best validation step"), and the
   variables of that step are written to ``best_variables.msgpack`` (atomically, with
@@ -33,7 +37,7 @@ import optax
 from lvf_jax import diagnostics, models
 from lvf_jax.regularization import regularization_loss
 from lvf_jax.optim import DTRIV_COLLECTION, dynamic_trivialization
-from lvf_jax.train import builders, checkpoints, parallel, reporting, resume
+from lvf_jax.train import builders, checkpoints, parallel, reporting, resume, stop
 from lvf_jax.train.config import validate_config
 
 Array = jax.Array
@@ -335,6 +339,10 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
   t0, steps_done, last_saved = time.time(), 0, resumed_from
   time_limit = float(t.get("time_limit", 0.0) or 0.0)
   stopped_at_time_limit = False
+  stopped_by = None  # the signal that stopped the run
+  # one process asks for a signal at every step; several at the log steps, all at the same
+  ask_every = 1 if jax.process_count() == 1 else int(t.log_every)
+  stop_request = stop.StopRequest(enabled=bool(t.get("stop_on_signal", True))).install()
   step = start
   try:
     while step < int(t.steps):
@@ -348,8 +356,12 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
       if time_limit and not last and step % int(t.log_every) == 0:
         # at a log step, so that every process asks at the same step
         last = stopped_at_time_limit = parallel.agree(time.time() - t0 >= time_limit)
+      if not last and step % ask_every == 0 and parallel.any_process(stop_request.requested):
+        # another process's signal when this one received none
+        last, stopped_by = True, stop_request.signal or "SIGTERM"
       log_now = step % int(t.log_every) == 0 or last
-      eval_now = step % int(t.eval_every) == 0 or last
+      # a stop by signal logs and saves without evaluating: a scheduler's grace is short
+      eval_now = (step % int(t.eval_every) == 0 or last) and not stopped_by
       save_now = step % int(t.checkpoint_every) == 0 or last
       if (log_now or eval_now or save_now) and int(health.bad_step) >= 0:
         # the one host check, before anything is written
@@ -385,7 +397,10 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
         print(f"lvf_jax: stopped at step {step} of {int(t.steps)}: train.time_limit of "
               f"{time_limit:g} s reached; run again with the same workdir to resume")
         break
+      if stopped_by:
+        break
   finally:
+    stop_request.restore()
     progress.close()
     writer.close()
     ckpt.close()
@@ -398,7 +413,7 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
       last = json.load(f)
     previous = float(last.get("seconds_total", last.get("seconds", 0.0)))
   records = writer.records
-  final_val = [r for r in records if r["split"] == "validation"][-1]
+  validations = [r for r in records if r["split"] == "validation"]
   summary = {
       "model": config.model.name,
       "task": pipeline.describe(),
@@ -407,6 +422,7 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
       "steps": step,
       "steps_budget": int(t.steps),
       "stopped_at_time_limit": stopped_at_time_limit,
+      "stopped_by_signal": stopped_by,
       "resumed_from": resumed_from,
       "seconds": round(elapsed, 2),
       # every part of the run that wrote a summary (a part killed before it wrote one is
@@ -414,20 +430,22 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
       "seconds_total": round(previous + elapsed, 2),
       "steps_per_second": round(steps_done / elapsed, 3) if elapsed > 0 else None,
       "baseline_loss": pipeline.baseline_loss(),
-      "final_validation": {k: v for k, v in final_val.items() if k not in ("step", "split")},
+      "final_validation": {k: v for k, v in validations[-1].items()
+                           if k not in ("step", "split")} if validations else None,
       "best_validation_step": best["step"],
       "test_at_best_validation": best["test"],
   }
-  if not writes:  # another process of a multi-process run: process 0 writes the files
-    return summary
-  if bool(t.get("plot", True)):
-    summary["plot"] = reporting.plot_curves(records, os.path.join(workdir, "curves.png"),
-                                            title=label, baseline=pipeline.baseline_loss())
-    summary["diagnostics_plot"] = reporting.plot_diagnostics(
-        records, os.path.join(workdir, "diagnostics.png"), title=label)
-  with open(os.path.join(workdir, "summary.json"), "w") as f:
-    json.dump(summary, f, indent=2)
-  print(format_summary(summary))
+  if writes:  # process 0 of a multi-process run writes the files
+    if bool(t.get("plot", True)):
+      summary["plot"] = reporting.plot_curves(records, os.path.join(workdir, "curves.png"),
+                                              title=label, baseline=pipeline.baseline_loss())
+      summary["diagnostics_plot"] = reporting.plot_diagnostics(
+          records, os.path.join(workdir, "diagnostics.png"), title=label)
+    with open(os.path.join(workdir, "summary.json"), "w") as f:
+      json.dump(summary, f, indent=2)
+    print(format_summary(summary))
+  if stopped_by:
+    raise stop.StoppedBySignal(stopped_by, summary)
   return summary
 
 

@@ -71,6 +71,15 @@ def agree(flag: bool) -> bool:
   return bool(multihost_utils.broadcast_one_to_all(np.asarray(flag, np.bool_)))
 
 
+def any_process(flag: bool) -> bool:
+  """Whether ``flag`` is true on any process (``flag`` itself with one process); every
+  process must call it at the same point."""
+  if jax.process_count() == 1:
+    return bool(flag)
+  from jax.experimental import multihost_utils  # pylint: disable=g-import-not-at-top
+  return bool(np.any(multihost_utils.process_allgather(np.asarray(flag, np.bool_))))
+
+
 def make_mesh(spec: str, batch_size: Optional[int] = None) -> Optional[jax.sharding.Mesh]:
   """The mesh of ``config.train.mesh`` (None for ``''``, ``'data=1'`` or one device).
 

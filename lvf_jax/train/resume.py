@@ -22,9 +22,10 @@ CONFIG = "config.json"
 RESUMES = "resumes.jsonl"
 
 #: Fields a resume may always change: where the run computes (the devices at hand may differ
-#: between a run and its resume) and for how long this part runs.
-ALWAYS_SAFE = frozenset({"train.mesh", "train.time_limit", "distributed.coordinator_address",
-                         "distributed.num_processes", "distributed.process_id"})
+#: between a run and its resume) and for how long and until what this part runs.
+ALWAYS_SAFE = frozenset({"train.mesh", "train.time_limit", "train.stop_on_signal",
+                         "distributed.coordinator_address", "distributed.num_processes",
+                         "distributed.process_id"})
 
 #: Fields a resume may change with ``train.allow_resume_changes`` (besides
 #: :data:`ALWAYS_SAFE`): they decide how long and how often (and whether raw data may be
