@@ -1,8 +1,8 @@
-"""Fault injection: kill the CLI, damage checkpoints and raw data, poison the loss.
+"""Fault injection: kill or stop the CLI, damage checkpoints and raw data, poison the loss.
 
-``python -m experiments.fault_injection --kills 30 --out DIR`` runs every trial kind and prints
-one JSON line per kind with its figures (``trials``, ``survived``, ``lost``); the tests run the
-same functions with fewer trials (``tests/test_fault_injection.py``).
+``python -m experiments.fault_injection --kills 30 --terms 30 --out DIR`` runs every trial
+kind and prints one JSON line per kind with its figures (``trials``, ``survived``, ``lost``);
+the tests run the same functions with fewer trials (``tests/test_fault_injection.py``).
 
 * **kills**: ``lvf-jax`` on a small copy-task run is killed with SIGKILL at random moments
   after training has started (during steps, evaluations and checkpoint writes), then rerun with
@@ -10,6 +10,8 @@ same functions with fewer trials (``tests/test_fault_injection.py``).
   bit for bit (every parameter, every logged metric). A trial survives when its rerun resumes
   (or starts over) without an error; ``lost`` counts runs that could not continue, and
   ``steps_redone`` the steps trained twice (after the last complete checkpoint).
+* **terms**: the same with SIGTERM, which asks the run to stop: each must exit with status
+  143 with its last logged step checkpointed (no step trained twice).
 * **checkpoints**: each file of the newest checkpoint is truncated, or one byte of it flipped;
   the rerun must fall back to the previous step (the damaged one moved aside) or restore it
   intact, and finish equal to the uninterrupted run. ``lost``: a damage that stops the run or
@@ -106,19 +108,26 @@ def _latest_checkpoint(workdir: str) -> int:
   return max(steps, default=0)
 
 
-def kill_trials(root: str, kills: int, seed: int = 0, reference: Optional[str] = None
-                ) -> dict[str, Any]:
-  """``kills`` SIGKILLs of one run at random moments of its training, each followed by a
-  rerun; then the run finishes and is compared with an uninterrupted one."""
+def kill_trials(root: str, kills: int, seed: int = 0, reference: Optional[str] = None,
+                signum: int = signal.SIGKILL) -> dict[str, Any]:
+  """``kills`` signals ``signum`` to one run at random moments of its training, each
+  followed by a rerun; then the run finishes and is compared with an uninterrupted one.
+
+  SIGKILL ends the process where it stands. SIGTERM and SIGINT ask it to stop: a trial then
+  survives only if the process exits with ``128 + signum`` and its newest checkpoint is the
+  step it logged last (``steps_redone`` stays 0), or if it had finished before the signal.
+  """
   rng = random.Random(seed)
   if reference is None:
     reference = os.path.join(root, "reference")
     r = run(reference)
     if r.returncode:
       raise RuntimeError(f"reference run failed: {r.stderr[-2000:]}")
-  workdir = os.path.join(root, "killed")
+  name = signal.Signals(signum).name
+  graceful = signum != signal.SIGKILL
+  workdir = os.path.join(root, f"signalled-{name}")
   survived = lost = redone = 0
-  moments = []
+  moments, failures = [], []
   for _ in range(kills):
     log = os.path.join(workdir, "metrics.jsonl")
     start_size = _size(log)
@@ -130,10 +139,12 @@ def kill_trials(root: str, kills: int, seed: int = 0, reference: Optional[str] =
     time.sleep(rng.uniform(0.0, 0.6))
     finished = proc.poll() is not None
     if not finished:
-      proc.send_signal(signal.SIGKILL)
-    proc.communicate()
-    if finished and proc.returncode:
+      proc.send_signal(signum)
+    _, err = proc.communicate()
+    expected = 0 if finished or not graceful else 128 + signum
+    if (finished or graceful) and proc.returncode != expected:
       lost += 1
+      failures.append({"returncode": proc.returncode, "stderr": err[-500:]})
       continue
     records = metrics(workdir)
     moments.append(records[-1]["step"] if records else 0)
@@ -143,9 +154,9 @@ def kill_trials(root: str, kills: int, seed: int = 0, reference: Optional[str] =
   if final.returncode:
     lost += 1
   identical = final.returncode == 0 and same_run(reference, workdir)
-  return {"kind": "kill", "trials": kills, "survived": survived, "lost": lost,
-          "identical_to_uninterrupted": identical, "killed_after_step": moments,
-          "steps_redone": redone}
+  return {"kind": name, "trials": kills, "survived": survived, "lost": lost,
+          "identical_to_uninterrupted": identical, "signalled_after_step": moments,
+          "steps_redone": redone, "failures": failures}
 
 
 def _flip(b: bytes) -> bytes:
@@ -332,22 +343,41 @@ def nan_trials(root: str, trials: int, seed: int = 0) -> dict[str, Any]:
           "failures": [o for o in outcomes if not o["ok"]]}
 
 
+KINDS = ("kill", "term", "checkpoint", "data", "nan")
+
+
 def main(argv=None) -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--kills", type=int, default=30)
+  parser.add_argument("--terms", type=int, default=30)
   parser.add_argument("--nan", type=int, default=10)
   parser.add_argument("--seed", type=int, default=0)
+  parser.add_argument("--kinds", default=",".join(KINDS),
+                      help=f"comma-separated trial kinds to run, of {', '.join(KINDS)}")
   parser.add_argument("--out", required=True, help="scratch directory (emptied first)")
   args = parser.parse_args(argv)
+  kinds = [k for k in args.kinds.split(",") if k]
+  unknown = sorted(set(kinds) - set(KINDS))
+  if unknown:
+    parser.error(f"--kinds: unknown kind(s) {unknown}; valid kinds are {list(KINDS)}.")
   shutil.rmtree(args.out, ignore_errors=True)
   os.makedirs(args.out)
   t0 = time.time()
-  kill = kill_trials(args.out, args.kills, args.seed)
-  print(json.dumps(kill), flush=True)
-  print(json.dumps(checkpoint_trials(args.out, os.path.join(args.out, "reference"))),
-        flush=True)
-  print(json.dumps(data_trials(args.out)), flush=True)
-  print(json.dumps(nan_trials(args.out, args.nan, args.seed)), flush=True)
+  reference = os.path.join(args.out, "reference")
+  if {"kill", "term", "checkpoint"} & set(kinds):
+    r = run(reference)
+    if r.returncode:
+      raise RuntimeError(f"reference run failed: {r.stderr[-2000:]}")
+  trials = {
+      "kill": lambda: kill_trials(args.out, args.kills, args.seed, reference),
+      "term": lambda: kill_trials(args.out, args.terms, args.seed, reference,
+                                  signum=signal.SIGTERM),
+      "checkpoint": lambda: checkpoint_trials(args.out, reference),
+      "data": lambda: data_trials(args.out),
+      "nan": lambda: nan_trials(args.out, args.nan, args.seed),
+  }
+  for kind in kinds:
+    print(json.dumps(trials[kind]()), flush=True)
   print(json.dumps({"seconds": round(time.time() - t0, 1)}))
 
 

@@ -1,7 +1,9 @@
 """Fault injection (``experiments/fault_injection.py``) at a size for the default suite: kill
-the CLI 4 times (10 in the slow suite), damage every kind of raw data file, poison the loss;
+the CLI 4 times (10 in the slow suite), stop it by SIGTERM 3 times (10), damage every kind of raw data file, poison the loss;
 damage every kind of checkpoint file (slow suite; the default suite damages the newest
 checkpoint in ``tests/test_train.py``)."""
+
+import signal
 
 import pytest
 
@@ -23,7 +25,17 @@ def test_kills_at_random_moments_resume_to_the_uninterrupted_run(tmp_path, refer
   r = faults.kill_trials(str(tmp_path), kills=kills, seed=1, reference=reference)
   assert r["trials"] == kills and r["survived"] == kills and r["lost"] == 0, r
   assert r["identical_to_uninterrupted"], r
-  assert any(step > 0 for step in r["killed_after_step"]), r  # killed while training
+  assert any(step > 0 for step in r["signalled_after_step"]), r  # killed while training
+
+
+@pytest.mark.parametrize("terms", [3, pytest.param(10, marks=pytest.mark.slow)])
+def test_sigterm_at_random_moments_stops_checkpointed_and_resumes_to_the_same_run(
+    tmp_path, reference, terms):
+  r = faults.kill_trials(str(tmp_path), kills=terms, seed=3, reference=reference,
+                         signum=signal.SIGTERM)
+  assert r["trials"] == terms and r["survived"] == terms and r["lost"] == 0, r
+  assert r["steps_redone"] == 0 and r["identical_to_uninterrupted"], r
+  assert any(step > 0 for step in r["signalled_after_step"]), r
 
 
 @pytest.mark.slow
