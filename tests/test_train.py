@@ -1,6 +1,7 @@
 """The training pipeline: learning, exact resume, NaN handling, checkpoints, the CLI."""
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -104,6 +105,19 @@ def test_time_limit_stops_at_a_log_step_and_the_run_resumes_to_the_same_end(tmp_
   a, b = _final_state(c, straight), _final_state(c, split)
   for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
     np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.mark.parametrize("resume, mesh", [(False, ""), (True, ""),
+                                          pytest.param(True, "data=2", marks=pytest.mark.slow)])
+def test_the_train_step_compiles_once_afresh_and_on_resume(tmp_path, caplog, resume, mesh):
+  """The first step's inputs are placed as every later step's (a restored checkpoint's, the
+  outputs'), so that the step does not compile a second time."""
+  if resume:
+    train.train_and_evaluate(tiny("rnn", steps=2, mesh=mesh), str(tmp_path))
+  with jax.log_compiles(True), caplog.at_level(logging.WARNING):
+    train.train_and_evaluate(tiny("rnn", steps=4, mesh=mesh), str(tmp_path))
+  compiles = [r for r in caplog.records if "Compiling jit(guarded)" in r.getMessage()]
+  assert len(compiles) == 1, [r.getMessage()[:200] for r in compiles]
 
 
 def test_dropout_and_stacked_resume(tmp_path):
@@ -243,7 +257,7 @@ COPY_ONLY = ("urnn", "eurnn", "fcurnn")  # in configs/copy.py only (lvfRNN Table
 
 # Models that other default tests already train end to end (resume, CLI, stacked dropout,
 # non-finite loss, the real-data configs) run here only with -m slow: the default suite keeps
-# a margin under its 20-minute budget on 2 cores.
+# a margin under its 15-minute budget on 2 cores.
 TRAINED_ELSEWHERE = ("lvf", "exprnn", "rnn", "rnn_orth", "lstm", "antisymmetric",
                      "gated_antisymmetric", "fcurnn")
 

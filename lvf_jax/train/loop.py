@@ -329,7 +329,7 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
       model, pipeline, tx, dtriv_every=int(config.optim.get("dtriv_every", 0) or 0),
       dtriv_orthonormalize_every=config.optim.get("dtriv_orthonormalize_every", 30),
       mesh=mesh)))
-  health = healthy()
+  health = parallel.replicate(healthy(), mesh)  # placed as the state: one compilation
   eval_step = jax.jit(make_eval_step(model, pipeline))
   diagnose = make_diagnose(model) if bool(t.get("diagnostics", True)) else None
 

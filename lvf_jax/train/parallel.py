@@ -144,9 +144,11 @@ def _place(leaf: Any, sharding: NamedSharding) -> Any:
 
 
 def replicate(tree: Any, mesh: Optional[jax.sharding.Mesh]) -> Any:
-  """``tree`` placed on every device of ``mesh`` (unchanged without a mesh)."""
+  """``tree`` placed on every device of ``mesh``; without a mesh, committed to this
+  process's first device, as a restored checkpoint and every step's outputs are, so that
+  the step compiles once whether it starts afresh or from a checkpoint."""
   if mesh is None:
-    return tree
+    return jax.device_put(tree, jax.local_devices()[0])
   sharding = NamedSharding(mesh, PartitionSpec())
   if jax.process_count() == 1:
     return jax.device_put(tree, sharding)
