@@ -97,6 +97,19 @@ def test_a_signal_stops_the_run_after_its_step_checkpointed_and_it_resumes_to_th
     np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
+def test_a_signal_during_the_last_step_still_stops_the_caller_after_the_complete_run(
+    tmp_path, monkeypatch):
+  signal_at_train_step(monkeypatch, signal.SIGTERM, at=4)
+  before = signal.getsignal(signal.SIGTERM)
+  with pytest.raises(train.StoppedBySignal, match="SIGTERM received as the run ended: all 4 "
+                                                  "steps done, summary written") as e:
+    train.train_and_evaluate(tiny("rnn", steps=4), str(tmp_path))
+  assert signal.getsignal(signal.SIGTERM) == before
+  assert e.value.summary["steps"] == 4 and e.value.exit_status == 143
+  with open(tmp_path / "summary.json") as f:
+    assert json.load(f)["stopped_by_signal"] == "SIGTERM"
+
+
 def test_stop_on_signal_false_leaves_the_handlers_alone(tmp_path, monkeypatch):
   seen = []
   write = reporting.MetricWriter.write

@@ -3,6 +3,7 @@
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 
@@ -161,9 +162,11 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypa
   real = builders.build_pipeline
   monkeypatch.setattr(builders, "build_pipeline", lambda c: PoisonedPipeline(real(c), 5))
   c = tiny("exprnn", steps=8, log_every=log_every)
+  handler = signal.getsignal(signal.SIGTERM)
   with pytest.raises(loop.NonFiniteLossError,
                      match=r"non-finite loss \(nan\) or gradient \(norm nan\) at step 5.*step 3"):
     train.train_and_evaluate(c, str(tmp_path))
+  assert signal.getsignal(signal.SIGTERM) == handler  # the stop request's handler is gone
   state = _final_state(c, str(tmp_path))
   assert int(state.step) == 3
   assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree_util.tree_leaves(state.params))

@@ -399,51 +399,61 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
         break
       if stopped_by:
         break
-  finally:
+  except BaseException:
     stop_request.restore()
+    raise
+  finally:
     progress.close()
     writer.close()
     ckpt.close()
 
-  elapsed = time.time() - t0
-  previous = 0.0  # the seconds of the earlier parts of a resumed run (their summary)
-  summary_path = os.path.join(workdir, "summary.json")
-  if resumed_from is not None and os.path.exists(summary_path):
-    with open(summary_path) as f:
-      last = json.load(f)
-    previous = float(last.get("seconds_total", last.get("seconds", 0.0)))
-  records = writer.records
-  validations = [r for r in records if r["split"] == "validation"]
-  summary = {
-      "model": config.model.name,
-      "task": pipeline.describe(),
-      "parameters": n_params,
-      "effective_parameters": models.count_params(state.params, effective=True),
-      "steps": step,
-      "steps_budget": int(t.steps),
-      "stopped_at_time_limit": stopped_at_time_limit,
-      "stopped_by_signal": stopped_by,
-      "resumed_from": resumed_from,
-      "seconds": round(elapsed, 2),
-      # every part of the run that wrote a summary (a part killed before it wrote one is
-      # not counted)
-      "seconds_total": round(previous + elapsed, 2),
-      "steps_per_second": round(steps_done / elapsed, 3) if elapsed > 0 else None,
-      "baseline_loss": pipeline.baseline_loss(),
-      "final_validation": {k: v for k, v in validations[-1].items()
-                           if k not in ("step", "split")} if validations else None,
-      "best_validation_step": best["step"],
-      "test_at_best_validation": best["test"],
-  }
-  if writes:  # process 0 of a multi-process run writes the files
-    if bool(t.get("plot", True)):
-      summary["plot"] = reporting.plot_curves(records, os.path.join(workdir, "curves.png"),
-                                              title=label, baseline=pipeline.baseline_loss())
-      summary["diagnostics_plot"] = reporting.plot_diagnostics(
-          records, os.path.join(workdir, "diagnostics.png"), title=label)
-    with open(os.path.join(workdir, "summary.json"), "w") as f:
-      json.dump(summary, f, indent=2)
-    print(format_summary(summary))
+  # the handlers stay until the summary is written: a signal after the last step (the run
+  # then complete) still stops the caller, and never cuts the summary short
+  try:
+    if jax.process_count() == 1:
+      stopped_by = stopped_by or stop_request.signal
+    elapsed = time.time() - t0
+    previous = 0.0  # the seconds of the earlier parts of a resumed run (their summary)
+    summary_path = os.path.join(workdir, "summary.json")
+    if resumed_from is not None and os.path.exists(summary_path):
+      with open(summary_path) as f:
+        last = json.load(f)
+      previous = float(last.get("seconds_total", last.get("seconds", 0.0)))
+    records = writer.records
+    validations = [r for r in records if r["split"] == "validation"]
+    summary = {
+        "model": config.model.name,
+        "task": pipeline.describe(),
+        "parameters": n_params,
+        "effective_parameters": models.count_params(state.params, effective=True),
+        "steps": step,
+        "steps_budget": int(t.steps),
+        "stopped_at_time_limit": stopped_at_time_limit,
+        "stopped_by_signal": stopped_by,
+        "resumed_from": resumed_from,
+        "seconds": round(elapsed, 2),
+        # every part of the run that wrote a summary (a part killed before it wrote one is
+        # not counted)
+        "seconds_total": round(previous + elapsed, 2),
+        "steps_per_second": round(steps_done / elapsed, 3) if elapsed > 0 else None,
+        "baseline_loss": pipeline.baseline_loss(),
+        "final_validation": {k: v for k, v in validations[-1].items()
+                             if k not in ("step", "split")} if validations else None,
+        "best_validation_step": best["step"],
+        "test_at_best_validation": best["test"],
+    }
+    if writes:  # process 0 of a multi-process run writes the files
+      if bool(t.get("plot", True)):
+        summary["plot"] = reporting.plot_curves(records, os.path.join(workdir, "curves.png"),
+                                                title=label, baseline=pipeline.baseline_loss())
+        summary["diagnostics_plot"] = reporting.plot_diagnostics(
+            records, os.path.join(workdir, "diagnostics.png"), title=label)
+      with open(os.path.join(workdir, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+      print(format_summary(summary))
+  finally:
+    stop_request.restore()
+  stopped_by = stopped_by or (stop_request.signal if jax.process_count() == 1 else None)
   if stopped_by:
     raise stop.StoppedBySignal(stopped_by, summary)
   return summary

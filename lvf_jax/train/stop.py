@@ -26,7 +26,8 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 class StoppedBySignal(Exception):
   """Raised by ``train_and_evaluate`` after a signal stopped the run and its checkpoint and
-  summary were written.
+  summary were written (also when the signal came after the last step: the run is then
+  complete, and its caller is still asked to stop).
 
   Attributes:
     signal: the signal's name (``'SIGTERM'``, ``'SIGINT'``).
@@ -37,9 +38,11 @@ class StoppedBySignal(Exception):
   def __init__(self, signal_name: str, summary: dict[str, Any]):
     self.signal, self.summary = signal_name, summary
     self.exit_status = exit_status(signal_name)
+    steps, budget = summary["steps"], summary["steps_budget"]
     super().__init__(
-        f"stopped at step {summary['steps']} of {summary['steps_budget']} by {signal_name} "
-        "(checkpointed); run again with the same workdir to resume.")
+        f"stopped at step {steps} of {budget} by {signal_name} (checkpointed); run again "
+        "with the same workdir to resume." if steps < budget else
+        f"{signal_name} received as the run ended: all {budget} steps done, summary written.")
 
 
 class StopRequest:
