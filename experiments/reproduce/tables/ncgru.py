@@ -177,11 +177,10 @@ PTB_CHAR_RUN_NOTES = {
             "time includes about 36 min during which the process was stopped while the test "
             "suite was timed): validation BPC 1.671, 1.558, 1.506 and 1.478 after epochs 1-4 "
             "(NC-GRU(U_c): 1.710, 1.591, 1.539, 1.507), still falling by 0.03 an epoch"),
-    "scornn": ("2,900 of the 4,704 steps (1.8 of the 3 epochs) in parts stopped by "
-               "`--time-limit` (at steps 1,600, 2,300 and 2,900; on one core of an Intel Xeon, "
-               "2.3-3.0 s a step): validation BPC 2.071 after epoch 1 (LSTM 1.767, GRU 1.671, "
-               "NC-GRU(U_c) 1.710), 1.929 at step 2,300 and 1.866 at 2,900, still falling; "
-               "resumable with the same command"),
+    "scornn": ("the 3 epochs (4,704 steps) in parts stopped by `--time-limit` (at steps "
+               "1,600, 2,300 and 2,900; 4.5 h in all on one core of an Intel Xeon, 2.3-3.0 s a "
+               "step): validation BPC 2.071 after epoch 1 (LSTM 1.767, GRU 1.671, NC-GRU(U_c) "
+               "1.710), 1.841 after epoch 2 and 1.758 after epoch 3, still falling"),
 }
 
 
