@@ -31,6 +31,15 @@ def signal_at_train_step(monkeypatch, signum: int, at: int) -> None:
 
 
 def test_stop_request_catches_the_first_signal_and_restores_the_handlers():
+  # Python's own SIGINT handler before the request (a pytest-xdist worker ignores SIGINT)
+  previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+  try:
+    _catch_first_signal_and_restore()
+  finally:
+    signal.signal(signal.SIGINT, previous)
+
+
+def _catch_first_signal_and_restore():
   before = {s: signal.getsignal(s) for s in stop.SIGNALS}
   with stop.StopRequest() as request:
     assert not request.requested
