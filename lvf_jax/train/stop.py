@@ -82,7 +82,6 @@ class StopRequest:
     """Whether a signal has asked the run to stop."""
     return self.signal is not None
 
-
   def _handle(self, signum: int, frame: Optional[FrameType]) -> None:
     del frame
     self.signal = signal.Signals(signum).name
