@@ -108,6 +108,15 @@ def _latest_checkpoint(workdir: str) -> int:
   return max(steps, default=0)
 
 
+def reference_run(root: str) -> str:
+  """Trains the uninterrupted run every trial is compared with; returns its workdir."""
+  reference = os.path.join(root, "reference")
+  r = run(reference)
+  if r.returncode:
+    raise RuntimeError(f"reference run failed: {r.stderr[-2000:]}")
+  return reference
+
+
 def kill_trials(root: str, kills: int, seed: int = 0, reference: Optional[str] = None,
                 signum: int = signal.SIGKILL) -> dict[str, Any]:
   """``kills`` signals ``signum`` to one run at random moments of its training, each
@@ -118,11 +127,7 @@ def kill_trials(root: str, kills: int, seed: int = 0, reference: Optional[str] =
   step it logged last (``steps_redone`` stays 0), or if it had finished before the signal.
   """
   rng = random.Random(seed)
-  if reference is None:
-    reference = os.path.join(root, "reference")
-    r = run(reference)
-    if r.returncode:
-      raise RuntimeError(f"reference run failed: {r.stderr[-2000:]}")
+  reference = reference or reference_run(root)
   name = signal.Signals(signum).name
   graceful = signum != signal.SIGKILL
   workdir = os.path.join(root, f"signalled-{name}")
@@ -363,11 +368,7 @@ def main(argv=None) -> None:
   shutil.rmtree(args.out, ignore_errors=True)
   os.makedirs(args.out)
   t0 = time.time()
-  reference = os.path.join(args.out, "reference")
-  if {"kill", "term", "checkpoint"} & set(kinds):
-    r = run(reference)
-    if r.returncode:
-      raise RuntimeError(f"reference run failed: {r.stderr[-2000:]}")
+  reference = reference_run(args.out) if {"kill", "term", "checkpoint"} & set(kinds) else None
   trials = {
       "kill": lambda: kill_trials(args.out, args.kills, args.seed, reference),
       "term": lambda: kill_trials(args.out, args.terms, args.seed, reference,

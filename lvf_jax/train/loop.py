@@ -340,8 +340,10 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
   time_limit = float(t.get("time_limit", 0.0) or 0.0)
   stopped_at_time_limit = False
   stopped_by = None  # the signal that stopped the run
-  # one process asks for a signal at every step; several at the log steps, all at the same
-  ask_every = 1 if jax.process_count() == 1 else int(t.log_every)
+  # one process asks for a signal at every step; several at the log steps, all at the same;
+  # a signal one process receives outside the loop stops only that process
+  single_process = jax.process_count() == 1
+  ask_every = 1 if single_process else int(t.log_every)
   stop_request = stop.StopRequest(enabled=bool(t.get("stop_on_signal", True))).install()
   step = start
   try:
@@ -410,15 +412,15 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
   # the handlers stay until the summary is written: a signal after the last step (the run
   # then complete) still stops the caller, and never cuts the summary short
   try:
-    if jax.process_count() == 1:
+    if single_process:
       stopped_by = stopped_by or stop_request.signal
     elapsed = time.time() - t0
     previous = 0.0  # the seconds of the earlier parts of a resumed run (their summary)
     summary_path = os.path.join(workdir, "summary.json")
     if resumed_from is not None and os.path.exists(summary_path):
       with open(summary_path) as f:
-        last = json.load(f)
-      previous = float(last.get("seconds_total", last.get("seconds", 0.0)))
+        earlier = json.load(f)
+      previous = float(earlier.get("seconds_total", earlier.get("seconds", 0.0)))
     records = writer.records
     validations = [r for r in records if r["split"] == "validation"]
     summary = {
@@ -453,7 +455,8 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
       print(format_summary(summary))
   finally:
     stop_request.restore()
-  stopped_by = stopped_by or (stop_request.signal if jax.process_count() == 1 else None)
+  if single_process:  # a signal while the summary was written
+    stopped_by = stopped_by or stop_request.signal
   if stopped_by:
     raise stop.StoppedBySignal(stopped_by, summary)
   return summary
