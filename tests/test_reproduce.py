@@ -321,6 +321,33 @@ def test_blocked_rows_say_why_and_keep_their_command(tmp_path):
     assert harness.command(table, row) in page
 
 
+def test_gpu_rows_run_only_when_asked_and_their_page_says_why(tmp_path, monkeypatch):
+  table = rows.get("nnrnn-t1")
+  row = table.row("ptbchar-rnn-orth-n1024-t300")
+  assert row.budget_blocked and row.blocker.startswith("budget: a GPU row")
+  assert not rows.get("lvf-t2").row("timit-lvf").budget_blocked  # no data: never runs here
+  cmd = harness.command(table, row)
+  assert cmd.endswith(f"--rows {row.id} --include-blocked")
+  page = harness.table_markdown(table, str(tmp_path / "none"))
+  line = next(l for l in page.splitlines() if l.startswith(f"| {row.task} | {row.model} |"))
+  full = harness.command(table, row, steps=row.steps)  # the paper's budget
+  assert f"**not run: {row.blocker}**" in line and f"`{full}`" in page
+  ran = []
+  monkeypatch.setattr(harness, "run_row", lambda t, r, *a, **k: ran.append((r.id, k["smoke"])))
+  argv = ["nnrnn-t1", "--rows", f"{row.id},ptbchar-rnn-orth-params-t300", "--seeds", "1",
+          "--workdir", str(tmp_path / "runs"), "--out", str(tmp_path / "pages")]
+  assert cli.main(argv) == 0 and ran == []
+  assert cli.main(argv + ["--include-blocked"]) == 0
+  both = [row.id, "ptbchar-rnn-orth-params-t300"]  # the second reads the first's runs
+  assert ran == [(r, False) for r in both]
+  ran.clear()
+  assert cli.main(argv + ["--smoke"]) == 0 and ran == [(r, True) for r in both]
+  lvf_t2 = ["lvf-t2", "--rows", "timit-lvf", "--workdir", str(tmp_path / "runs"), "--out",
+            str(tmp_path / "pages"), "--include-blocked"]
+  ran.clear()
+  assert cli.main(lvf_t2) == 0 and ran == []
+
+
 def test_a_row_reading_another_rows_runs_uses_its_directory_and_its_config(tmp_path):
   """nnRNN Table 4 reports the accuracy of Table 1's model states: its rows read Table 1's
   runs (no second training, Table 1's command on the page); a row whose config or budget
@@ -347,7 +374,7 @@ def test_a_row_reading_another_rows_runs_uses_its_directory_and_its_config(tmp_p
   line = next(l for l in page.splitlines()
               if l.startswith("| PTB-char, fixed # hidden units (N = 1024), BPTT 150 | nnRNN |"))
   assert "| 67.2 % |" in line
-  assert f"`python -m experiments.reproduce nnrnn-t1 --rows {row_id}`" in page
+  assert f"`python -m experiments.reproduce nnrnn-t1 --rows {row_id} --include-blocked`" in page
   assert harness.command(t4, reader) == harness.command(t1, t1.row(row_id))
   # Table 1's fixed-budget nnRNN cell reads the same run: one curve, named by the N = 1024 row
   d = tmp_path / "nnrnn-t1" / row_id / "seed0"

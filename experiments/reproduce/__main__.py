@@ -12,7 +12,8 @@ After the runs, the results found under the workdir are merged into the archive
 ``docs/reproduction/results/<table>.json`` (``--out``/results, committed) and
 ``docs/reproduction/<table>.md`` is rewritten from it, so a page regenerated without the
 runs keeps every result recorded before. Rows that cannot run here (no data, no model) are
-listed with the reason and their command. SIGTERM or SIGINT (Ctrl-C) stops the run in
+listed with the reason and their command; GPU rows, blocked by their budget on a CPU, run
+with ``--include-blocked``. SIGTERM or SIGINT (Ctrl-C) stops the run in
 progress after its step, checkpointed, with its partial result written; the command then
 rewrites that table's page and exits with 128 + the signal's number.
 """
@@ -54,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
                  help="train nothing: add the test metrics that finished runs lack by "
                       "re-measuring their best variables with the current code")
   p.add_argument("--include-blocked", action="store_true",
-                 help="also run rows marked as blocked by their budget (not missing data)")
+                 help="also run rows blocked by their budget (GPU rows; not missing data)")
   p.add_argument("--list", action="store_true", help="list tables and rows, run nothing")
   p.add_argument("--release", action="store_true",
                  help="copy the selected rows that meet the paper into lvf_jax/zoo (the seed "
@@ -99,7 +100,7 @@ def main(argv=None) -> int:
     elif not args.report_only:
       for row in selected:
         runnable = (row.config is not None or row.analytic is not None) and (
-            row.blocker is None or (args.include_blocked and row.blocker.startswith("budget")))
+            row.blocker is None or (row.budget_blocked and (args.include_blocked or args.smoke)))
         if not runnable:
           print(f"reproduce: {table.id}/{row.id}: not run ({row.blocker})")
           continue

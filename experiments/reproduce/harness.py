@@ -107,9 +107,12 @@ def shrink_for_smoke(c, *, steps: int = 2) -> None:
 def command(table: Table, row: Row, *, steps: Optional[int] = None,
             seeds: Optional[int] = None) -> str:
   """The shell command that runs ``row`` (its full budget unless ``steps``); for a row
-  that reads another's runs (``Row.runs_of``), the command of that row."""
+  that reads another's runs (``Row.runs_of``), the command of that row. A row blocked by
+  its budget (a GPU row) runs with ``--include-blocked``."""
   table, row = rows_lib.source(table, row)
   parts = ["python", "-m", "experiments.reproduce", table.id, "--rows", row.id]
+  if row.budget_blocked:
+    parts.append("--include-blocked")
   if steps:
     parts += ["--steps", str(steps)]
   if seeds and seeds != row.seeds:

@@ -61,7 +61,9 @@ class Row:
       table then states the fraction), None to run ``steps`` (or the preset's own).
     seeds: how many seeds to run here (mean +- std over them).
     blocker: why this row cannot run here (``'no data: TIMIT is licensed (LDC)'``,
-      ``'budget: needs a GPU, ~40 h on 2 cores'``); None when it runs.
+      ``'budget: a GPU row, ~40 h on one CPU core'``); None when it runs. A row blocked
+      by its budget (the text starts with ``'budget'``) still runs when asked to
+      (``--include-blocked``, and in a smoke run).
     note: a deviation or a choice where the paper is silent, said in one sentence.
     analytic: for a cell that is a computed quantity rather than a training run, the name
       of the function of :mod:`experiments.reproduce.analytic` that computes its metrics
@@ -89,6 +91,11 @@ class Row:
   analytic: Optional[str] = None
   analytic_args: dict = dataclasses.field(default_factory=dict)
   runs_of: Optional[str] = None
+
+  @property
+  def budget_blocked(self) -> bool:
+    """Whether only its budget keeps the row from running here (a GPU row)."""
+    return self.blocker is not None and self.blocker.startswith("budget")
 
   def __post_init__(self):
     unknown = sorted(set(self.paper) - set(METRICS))

@@ -193,7 +193,8 @@ def _t1_row(preset, name, bpc, acc, hidden):
     src = T1_NNRNN_SOURCE
     return Row(id=f"ptb-{preset}", task="PTB-char T=150", model=name, paper=paper,
                config=src.config, overrides=src.overrides, paper_params=f"n={hidden}",
-               steps=src.steps, run_steps=src.run_steps, runs_of=f"nnrnn-t1/{src.id}",
+               steps=src.steps, run_steps=src.run_steps, blocker=src.blocker,
+               runs_of=f"nnrnn-t1/{src.id}",
                note=("Quoted by the paper from Kerg et al. 2019 (their Tables 1 and 4, "
                      "N = 1024, BPTT 150), so this cell reads the runs of that paper's row "
                      "(nnrnn-t1, whose note gives the set-up and what the runs showed): "

@@ -95,6 +95,14 @@ def budget_note(preset: str, hidden: int) -> str:
           "epochs are run")
 
 
+def gpu_blocker(preset: str, hidden: int) -> str:
+  """The budget blocker of a PTB-char row: a GPU row, with what its stated epochs cost on
+  one CPU core (``--include-blocked`` runs it there)."""
+  hours = STEP_SECONDS[(preset, hidden)] * CHUNKS[150] * EPOCHS_RUN[(preset, hidden)] / 3600
+  return (f"budget: a GPU row; its {EPOCHS_RUN[(preset, hidden)]} epochs take about "
+          f"{hours:.1f} h on one CPU core")
+
+
 # What the runs showed, per training row (every cell that reads its runs repeats it).
 RUN_NOTES = {
     "ptbchar-rnn-n1024-t150": (
@@ -186,6 +194,7 @@ def _ptb_row(slug, name, preset, paper_hidden, optim_note, group, bptt, metric, 
       paper={metric: value}, config=f"ptb_char.py:{preset}", overrides=overrides,
       paper_params=(f"~1.32M params, n={paper_hidden}" if group == "params" else "n=1024"),
       steps=steps, run_steps=EPOCHS_RUN[(preset, hidden)] * CHUNKS[bptt], note=note,
+      blocker=gpu_blocker(preset, hidden),
       runs_of=f"{runs_of_table}/{source_id}" if runs_of_table else None)
 
 
