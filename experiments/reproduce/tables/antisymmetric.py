@@ -49,9 +49,18 @@ RUN_NOTES = {
                            "a step on one core): the validation loss still falls slowly (0.386 "
                            "after one epoch, 0.307 after four, 0.291 at 4,350; accuracy 88.2 "
                            "%, 90.9 %, 91.3 %)"),
-    "pmnist-gated-antisymmetric": ("stopped by `--time-limit 600` at 1,850 of the 50,000 steps "
-                                   "(4 %, one core): validation accuracy 69.3 % after one "
-                                   "epoch, 74.8 % after two, 79.2 % at 1,716"),
+    "mnist-gated-antisymmetric": ("stopped by SIGTERM at 15,545 of the 50,000 steps (31 %; "
+                                  "0.41 s a step on one core of an Intel Xeon, the other "
+                                  "training too): validation accuracy 83.6, 83.4, 85.9, 85.4, "
+                                  "88.0, 88.4 and 90.4 % after epochs 5-35, still rising; an "
+                                  "earlier run stopped at 4,950 steps had reached 84.9 % test "
+                                  "accuracy; resumable with the same command"),
+    "pmnist-gated-antisymmetric": ("stopped by SIGTERM at 13,401 of the 50,000 steps (27 %; "
+                                   "0.42 s a step on one core of an Intel Xeon, the other "
+                                   "training too): validation accuracy 80.0, 84.9, 87.2, 87.0, "
+                                   "86.2 and 89.0 % after epochs 5-30, still rising; an earlier "
+                                   "run stopped at 1,850 steps had reached 79.6 % test "
+                                   "accuracy; resumable with the same command"),
 }
 NO_CIFAR = "no data: CIFAR-10 is not in the data directory"
 
