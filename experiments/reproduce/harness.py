@@ -741,7 +741,9 @@ def write_index(tables: dict, workdir: str, out_dir: str) -> str:
   lines = ["# Reproduction of the papers' tables", "",
            "One page per table of the four source papers. Every numeric cell of a table is a "
            "row (`experiments/reproduce/tables/`) with the config that runs it; a page shows "
-           "the paper's value next to ours, or why a row cannot run here. Regenerate with "
+           "the paper's value next to ours, or why a row cannot run here (no data, a model "
+           "lvf_jax does not implement, or the budget of a GPU row, which "
+           "`--include-blocked` runs anyway). Regenerate with "
            "`python -m experiments.reproduce all --report-only`; run a table with "
            "`python -m experiments.reproduce <table>` (resumable). The results behind the "
            "pages are archived in `results/` (one JSON file per table), so the pages can be "
