@@ -341,7 +341,7 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
   stopped_at_time_limit = False
   stopped_by = None  # the signal that stopped the run
   # one process asks for a signal at every step; several at the log steps, all at the same;
-  # a signal one process receives outside the loop stops only that process
+  # after the loop only a single process acts on a signal (several must end alike)
   single_process = jax.process_count() == 1
   ask_every = 1 if single_process else int(t.log_every)
   stop_request = stop.StopRequest(enabled=bool(t.get("stop_on_signal", True))).install()

@@ -85,22 +85,26 @@ STEP_SECONDS = {
 }
 
 
+def _epoch_minutes(preset: str, hidden: int) -> float:
+  """Minutes one epoch takes on one CPU core (the measured BPTT-150 step time)."""
+  return STEP_SECONDS[(preset, hidden)] * CHUNKS[150] / 60
+
+
 def budget_note(preset: str, hidden: int) -> str:
   """What the paper's 100 epochs cost here (measured step time) and how many are run."""
-  seconds = STEP_SECONDS[(preset, hidden)]
-  epoch_min = seconds * CHUNKS[150] / 60
-  return (f"budget: a BPTT-150 step takes {seconds:g} s on one core of the AMD EPYC "
-          f"(measured, training only), an epoch about {epoch_min:.0f} min and the 100 "
-          f"epochs about {epoch_min * EPOCHS / 60:.0f} h, so {EPOCHS_RUN[(preset, hidden)]} "
-          "epochs are run")
+  epoch_min = _epoch_minutes(preset, hidden)
+  return (f"budget: a BPTT-150 step takes {STEP_SECONDS[(preset, hidden)]:g} s on one core "
+          f"of the AMD EPYC (measured, training only), an epoch about {epoch_min:.0f} min and "
+          f"the 100 epochs about {epoch_min * EPOCHS / 60:.0f} h, so "
+          f"{EPOCHS_RUN[(preset, hidden)]} epochs are run")
 
 
 def gpu_blocker(preset: str, hidden: int) -> str:
   """The budget blocker of a PTB-char row: a GPU row, with what its stated epochs cost on
   one CPU core (``--include-blocked`` runs it there)."""
-  hours = STEP_SECONDS[(preset, hidden)] * CHUNKS[150] * EPOCHS_RUN[(preset, hidden)] / 3600
-  return (f"budget: a GPU row; its {EPOCHS_RUN[(preset, hidden)]} epochs take about "
-          f"{hours:.1f} h on one CPU core")
+  epochs = EPOCHS_RUN[(preset, hidden)]
+  return (f"budget: a GPU row; its {epochs} epochs take about "
+          f"{_epoch_minutes(preset, hidden) * epochs / 60:.1f} h on one CPU core")
 
 
 # What the runs showed, per training row (every cell that reads its runs repeats it).
