@@ -3,7 +3,9 @@
 Every row of every table has a config that loads, validates and builds (rows whose data is
 not available here load their config only); one row per paper runs end to end through the
 command line for two steps on tiny data and lands in its table's page; the page's
-statistics are NumPy's; every released model re-evaluates to the figure on its card.
+statistics are NumPy's; the verdicts follow their definitions (a row at its task's floor or
+short of its budget never meets); every released model re-evaluates to the figure on its card
+and meets or beats its row.
 """
 
 import dataclasses
@@ -18,7 +20,8 @@ import numpy as np
 import pytest
 
 from experiments.reproduce import __main__ as cli
-from experiments.reproduce import archive, harness, rows
+from experiments.reproduce import archive, floors, harness, pages, rows, runner
+from experiments.reproduce import verdict as verdict_lib
 from lvf_jax import zoo
 from lvf_jax.data import paths
 from lvf_jax.train import builders, config as config_lib
@@ -194,30 +197,27 @@ def test_pages_are_regenerated_from_the_archive_without_the_runs(tmp_path):
   page = open(harness.write_table(table, str(later), str(out))).read()
   assert "| 0.4 |" in page and "| 0.5 |" not in page
   index = open(harness.write_index({table.id: table}, str(tmp_path / "empty"), str(out))).read()
-  assert f"| [{table.id}]({table.id}.md) Table 4 |" in index and "| 8 | 2 |" in index
+  # copy-lvf ran 100 of its 10,000 steps (partial); copy-rnn's 0.4 is worse than the floor
+  assert f"| [{table.id}]({table.id}.md) Table 4 |" in index
+  assert f"| {len(table.rows)} | 0 | 0 | 0 | 1 | 1 | {len(table.rows) - 2} | 0 |" in index
 
 
-def test_rows_known_only_as_printed_are_kept_until_a_run_replaces_them(tmp_path):
-  """An archived ``"page"`` entry (a row's figures as printed before its runs were
-  archived) is rendered with the row's current note and counted in the index."""
+def test_a_row_without_a_record_is_not_run_whatever_its_archive_printed(tmp_path):
+  """A figure known only as printed (an archived ``"page"`` entry) is no record: the row
+  says "not run" until a run's record exists."""
   table = rows.get("lvf-t4")
   row = table.row("copy-urnn")
   out = tmp_path / "pages"
-  run_line = f"| {row.id} | 0 | `{harness.command(table, row)}` | abc1234 | cpu | 2026 |"
   archive.save(archive.path_for(str(out), table.id), {"rows": {row.id: {"page": {
-      "metrics": [["test_loss", "0.123"], ["test_accuracy", "45.0 %"]], "verdict": "misses",
-      "params": "999", "steps": "5 of 10 (50 %)", "wall": "1.0 min", "flag": "",
-      "runs": [run_line]}}}})
+      "metrics": [["test_loss", "0.123"]], "verdict": "meets", "params": "999",
+      "steps": "5", "wall": "1.0 min", "flag": "", "runs": []}}}})
   page = open(harness.write_table(table, str(tmp_path / "none"), str(out))).read()
   line = next(l for l in page.splitlines() if l.startswith(f"| {row.task} | {row.model} |"))
-  assert "| 0.123 | misses |" in line and "/ 999 | 5 of 10 (50 %) | 1.0 min |" in line
-  assert "|  |  | test_accuracy | 99.0 % | 45.0 % |  |" in page  # the paper value of today
-  assert run_line in page and "**not run yet**" not in line
-  index = open(harness.write_index({table.id: table}, str(tmp_path / "none"), str(out))).read()
-  assert "| 8 | 1 | 0 | 7 | 0 |" in index
-  _fake_result(tmp_path / "runs", table, row, 0, {"test_loss": 0.01, "test_accuracy": 99.0})
+  assert "0.123" not in page and "| not run |" in line and "**not run**" in line
+  _fake_result(tmp_path / "runs", table, row, 0, {"test_loss": 1e-3, "test_accuracy": 100.0},
+               steps=10000)
   page = open(harness.write_table(table, str(tmp_path / "runs"), str(out))).read()
-  assert "0.123" not in page and run_line not in page and "| 0.01 |" in page
+  assert "| 0.001 |" in page and "| beats |" in page
 
 
 def test_page_statistics_and_verdicts_are_numpys(tmp_path):
@@ -225,19 +225,124 @@ def test_page_statistics_and_verdicts_are_numpys(tmp_path):
   row = table.row("copy-lvf")
   losses, accs = [0.02, 0.018, 0.025], [95.5, 96.0, 94.0]
   for seed, (l, a) in enumerate(zip(losses, accs)):
-    _fake_result(tmp_path, table, row, seed, {"test_loss": l, "test_accuracy": a})
+    _fake_result(tmp_path, table, row, seed, {"test_loss": l, "test_accuracy": a},
+                 steps=row.steps)
   page = harness.table_markdown(table, str(tmp_path))
   mean, std = np.mean(losses), np.std(losses, ddof=1)
   assert f"{mean:.3g} ± {std:.3g} (3 seeds)" in page
   assert f"{np.mean(accs):.1f} % ± {np.std(accs, ddof=1):.1f} % (3 seeds)" in page
-  expect = "meets" if mean <= 0.021 and np.mean(accs) >= 95.0 else "misses"
+  # within two standard errors of the paper's 0.021 and 95 %
+  assert abs(mean - 0.021) <= 2 * std / np.sqrt(3)
   line = next(l for l in page.splitlines() if l.startswith("| copy T=200 | lvfRNN |"))
-  assert f"| {expect} |" in line
+  assert "| meets |" in line and "| 0.09452 (no-memory loss) |" in line
   assert "2.0 min" in line  # mean wall time of 1, 2 and 3 minutes
-  assert "**not run yet**" in page  # the other rows
-  assert harness.verdict({"test_loss": 0.1}, [{"metrics": {"test_loss": 0.05}}]) == "meets"
-  assert harness.verdict({"test_accuracy": 90.0},
-                         [{"metrics": {"test_accuracy": 80.0}}]) == "misses"
+  assert "**not run**" in page  # the other rows
+
+
+def _records(values, metric="test_loss", steps=100):
+  return [{"metrics": {metric: v}, "steps": steps} for v in values]
+
+
+def test_a_row_at_its_floor_never_meets():
+  """The copy RNN at the no-memory loss: better than the paper's value, still at floor; the
+  paper's own value at the floor too."""
+  paper = {"test_loss": 0.095}
+  at = verdict_lib.judge(paper, _records([0.0937]), floors={"test_loss": 0.0945})
+  assert at.category == "at floor, as the paper" and at.counted == "at floor"
+  low = verdict_lib.judge({"test_loss": 0.02}, _records([0.0937]), floors={"test_loss": 0.0945})
+  assert low.category == "at floor"
+  clear = verdict_lib.judge({"test_loss": 0.02}, _records([0.0199]), floors={"test_loss": 0.0945})
+  assert clear.category == "meets"
+  # accuracy at chance
+  chance = verdict_lib.judge({"test_accuracy": 95.0}, _records([12.0], "test_accuracy"),
+                             floors={"test_accuracy": (10.0, "chance")})
+  assert chance.category == "at floor"
+
+
+def test_a_row_short_of_its_budget_never_meets():
+  paper = {"test_loss": 0.1}
+  assert verdict_lib.judge(paper, _records([0.05], steps=50), budget=100).category == "partial"
+  assert verdict_lib.judge(paper, _records([0.099], steps=100), budget=100).category == "meets"
+  assert verdict_lib.judge(paper, [], budget=100).category == "not run"
+  assert verdict_lib.judge({}, _records([0.5])).category == ""  # a stand-in
+  diverged = [{"metrics": {}, "steps": 100, "diverged_at": 21}]
+  assert verdict_lib.judge(paper, diverged, budget=100).category == "misses"
+
+
+def test_the_tolerance_is_two_standard_errors_or_the_relative_one():
+  rel = verdict_lib.REL_TOL
+  assert verdict_lib.tolerance("test_loss", [1.0], 2.0) == pytest.approx(rel * 2.0)
+  spread = [1.0, 2.0, 3.0]  # standard error 1/sqrt(3)
+  assert verdict_lib.tolerance("test_loss", spread, 2.0) == pytest.approx(2 / np.sqrt(3))
+  tight = [2.0, 2.0 + 1e-6]
+  assert verdict_lib.tolerance("test_loss", tight, 2.0) == pytest.approx(rel * 2.0)
+  # an accuracy's relative tolerance is of its error rate
+  assert verdict_lib.tolerance("test_accuracy", [95.0], 95.0) == pytest.approx(rel * 5.0)
+  worse = 2.0 * (1 + 2 * rel)
+  assert verdict_lib.compare("test_loss", [worse], 2.0) == "misses"
+  assert verdict_lib.compare("test_loss", [2.0 * (1 + rel / 2)], 2.0) == "meets"
+  assert verdict_lib.compare("test_loss", [2.0 * (1 - 2 * rel)], 2.0) == "beats"
+  # the same mean with a wide spread over seeds is within two standard errors
+  assert verdict_lib.compare("test_loss", [worse - 1.0, worse + 1.0], 2.0) == "meets"
+  assert verdict_lib.compare("test_accuracy", [94.0], 95.0) == "misses"
+
+
+def test_a_loss_ten_times_better_than_the_paper_is_flagged_without_a_note():
+  paper = {"test_loss": 3.5e-3, "test_accuracy": 99.0}
+  records = [{"metrics": {"test_loss": 4.9e-8, "test_accuracy": 100.0}, "steps": 10}]
+  flagged = verdict_lib.judge(paper, records, budget=10)
+  assert flagged.category == "beats" and "10x in test_loss" in flagged.flag
+  noted = verdict_lib.judge(paper, records, budget=10, differs="a longer budget")
+  assert noted.category == "beats" and noted.flag == ""
+  three = [{"metrics": {"test_loss": 1e-3, "test_accuracy": 100.0}, "steps": 10}]
+  assert verdict_lib.judge(paper, three, budget=10).flag == ""  # 3.5x better
+
+
+def test_the_page_flags_a_far_better_row_and_prints_its_floor(tmp_path):
+  table = rows.get("lvf-t4")
+  row = table.row("copy-urnn")
+  assert not row.differs
+  _fake_result(tmp_path, table, row, 0, {"test_loss": 4.9e-8, "test_accuracy": 100.0},
+               steps=row.steps)
+  page = harness.table_markdown(table, str(tmp_path))
+  line = next(l for l in page.splitlines() if l.startswith(f"| {row.task} | {row.model} |"))
+  assert "beats **(better than the paper by more than 10x" in line
+  assert "| 0.0035 | 0.09452 (no-memory loss) |" in line
+
+
+def test_floors_of_music_and_ptb_are_the_papers_no_memory_models():
+  """A Bernoulli per key and a per-key Markov chain, both fitted on training rolls; the
+  training unigram on PTB; the stored floors are those the data gives."""
+  on_off = np.array([[1], [0]] * 50, np.uint8)  # a key that alternates
+  rolls = [on_off]
+  assert floors.bernoulli_nll(rolls, rolls) == pytest.approx(np.log(2), rel=1e-3)
+  assert floors.markov_nll(rolls, rolls) < 0.05  # the chain predicts the alternation
+  u = floors.unigram([["a", "a", "b", "<eos>"]], [["a", "b"]])
+  assert u["nats"] == pytest.approx(-(np.log(0.5) + np.log(0.25)) / 2)
+  assert u["accuracy"] == 50.0
+  stored = floors.load()
+  assert stored["musedata"]["markov_nll"] < stored["musedata"]["bernoulli_nll"]
+  row = rows.get("lvf-t3").row("musedata-lvf")
+  assert floors.of_row(row, [], stored)["test_loss"][0] == stored["musedata"]["markov_nll"]
+  assert floors.of_row(rows.get("antisymmetric-t1").row("mnist-lstm"), [], stored) == {
+      "test_accuracy": (10.0, "chance")}
+
+
+def test_a_run_note_cites_a_record_that_holds_its_numbers(tmp_path):
+  record = {"steps": 10000, "best_validation_step": 6600,
+            "metrics": {"test_loss": 2.55e-5, "test_accuracy": 0.954}}
+  assert archive.unbacked_numbers(
+      {"text": "best validation at step 6,600 of 10000: 2.55e-5, 95.4 %"}, record) == []
+  assert archive.unbacked_numbers({"text": "97.9 % at step 8,600"}, record) == ["97.9", "8,600"]
+  table = rows.get("lvf-t4")
+  out = tmp_path / "pages"
+  archive.save(archive.path_for(str(out), table.id), {"rows": {"copy-rnn": {
+      "seeds": {"0": {**record, "seed": 0, "command": "c", "commit": "abc", "machine": "m",
+                      "date": "d", "wall_seconds": 1.0}},
+      "notes": [{"text": "best validation at step 6,600; 97.9 % later", "seed": "0"}]}}})
+  page = open(harness.write_table(table, str(tmp_path / "none"), str(out))).read()
+  assert "best validation at step 6,600; 97.9 % later (seed 0) **(not in the record: 97.9)**" \
+      in page
 
 
 def test_analytic_rows_are_computed_and_compared_at_the_papers_precision(tmp_path):
@@ -263,52 +368,47 @@ def test_analytic_rows_are_computed_and_compared_at_the_papers_precision(tmp_pat
   line = next(l for l in (out / "nnrnn-t6.md").read_text().splitlines()
               if "Theta(alpha=1, beta=0, d=0)" in l)
   assert "| meets |" in line and "| computed |" in line
-  assert harness.verdict({"fmc_total": 5.19}, [{"metrics": {"fmc_total": 5.187}}]) == "meets"
-  assert harness.verdict({"fmc_total": 5.19}, [{"metrics": {"fmc_total": 5.2}}]) == "misses"
+  assert verdict_lib.compare("fmc_total", [5.187], 5.19) == "meets"
+  assert verdict_lib.compare("fmc_total", [5.2], 5.19) == "misses"
 
 
 def test_stand_in_rows_show_validation_and_test_loss_without_a_verdict(tmp_path):
   """FSDD beside TIMIT: a row without a paper value shows both losses, no verdict, and is
-  counted as run (not as meeting the paper) in the index."""
+  counted as a stand-in in the index."""
   table = rows.get("lvf-t2")
   row = table.row("fsdd-lvf")
   assert row.paper == {} and harness.row_config(row).task.name == "fsdd"
   _fake_result(tmp_path, table, row, 0, {"val_loss": 41.5, "test_loss": 43.25})
   page = harness.table_markdown(table, str(tmp_path))
   first = next(l for l in page.splitlines() if l.startswith("| FSDD (TIMIT stand-in) | lvfRNN"))
-  assert "| val_loss | - | 41.5 |  |" in first
-  assert "|  |  | test_loss | - | 43.25 |  |" in page
+  assert "| val_loss | - | — | 41.5 | — |  |" in first
+  assert "|  |  | test_loss | - | — | 43.25 | — |" in page
   index = open(harness.write_index({table.id: table}, str(tmp_path), str(tmp_path / "p"))).read()
-  assert "| 10 | 1 | 0 | 4 | 5 |" in index
+  assert "| 10 | 0 | 0 | 0 | 0 | 0 | 5 | 5 |" in index  # 5 TIMIT rows, 5 stand-ins
   # a row without a paper budget shows the fraction of its config's budget that ran
   quoted = rows.get("antisymmetric-t1").row("pmnist-lstm")
   assert quoted.steps is None
   _fake_result(tmp_path, rows.get("antisymmetric-t1"), quoted, 0, {"test_accuracy": 77.0},
                steps=1750)
   (result,) = harness.results_of_row(rows.get("antisymmetric-t1"), quoted, str(tmp_path))
-  assert harness._steps(quoted, [{**result, "budget_steps": 30030}]) == "1750 of 30030 (6 %)"
-  assert harness._steps(quoted, [result]) == "1750"  # a result from before budget_steps
+  assert pages.steps_cell(quoted, [{**result, "budget_steps": 30030}]) == "1750 of 30030 (6 %)"
+  # a result from before budget_steps: the budget of the row's config
+  assert pages.steps_cell(quoted, [result]) == "1750 of 30030 (6 %)"
 
 
-def test_the_figure_of_printed_rows_is_kept_beside_a_redrawn_one(tmp_path):
+def test_a_figure_is_drawn_only_from_recorded_curves(tmp_path):
   table = rows.get("lvf-t4")
   out = tmp_path / "pages"
-  archive.save(archive.path_for(str(out), table.id), {"rows": {"copy-urnn": {"page": {
-      "metrics": [["test_loss", "0.123"]], "verdict": "misses", "params": "", "steps": "5",
-      "wall": "", "flag": "", "runs": []}}}})
-  out.mkdir(exist_ok=True)
-  (out / "lvf-t4.png").write_bytes(b"earlier figure")
+  out.mkdir()
+  (out / "lvf-t4.png").write_bytes(b"a figure of runs without records")
   page = open(harness.write_table(table, str(tmp_path / "none"), str(out))).read()
-  assert (out / "lvf-t4.png").read_bytes() == b"earlier figure"  # nothing new to draw
-  assert "![validation curves](lvf-t4.png)" in page and "Not drawn" not in page
+  assert not (out / "lvf-t4.png").exists() and "![" not in page
   d = _fake_result(tmp_path / "runs", table, table.row("copy-rnn"), 0, {"test_loss": 0.5})
   (d / "metrics.jsonl").write_text(json.dumps({"step": 1, "split": "validation",
                                                "loss": 0.5}) + "\n")
   page = open(harness.write_table(table, str(tmp_path / "runs"), str(out))).read()
-  assert (out / "lvf-t4-printed.png").read_bytes() == b"earlier figure"
   assert (out / "lvf-t4.png").read_bytes()[:4] == b"\x89PNG"
-  assert "Not drawn above (run before their curves were archived): `copy-urnn`." in page
-  assert "![validation curves of the earlier runs](lvf-t4-printed.png)" in page
+  assert "![learning curves](lvf-t4.png)" in page
 
 
 def test_blocked_rows_say_why_and_keep_their_command(tmp_path):
@@ -333,7 +433,7 @@ def test_gpu_rows_run_only_when_asked_and_their_page_says_why(tmp_path, monkeypa
   full = harness.command(table, row, steps=row.steps)  # the paper's budget
   assert f"**not run: {row.blocker}**" in line and f"`{full}`" in page
   ran = []
-  monkeypatch.setattr(harness, "run_row", lambda t, r, *a, **k: ran.append((r.id, k["smoke"])))
+  monkeypatch.setattr(runner, "run_row", lambda t, r, *a, **k: ran.append((r.id, k["smoke"])))
   argv = ["nnrnn-t1", "--rows", f"{row.id},ptbchar-rnn-orth-params-t300", "--seeds", "1",
           "--workdir", str(tmp_path / "runs"), "--out", str(tmp_path / "pages")]
   assert cli.main(argv) == 0 and ran == []
@@ -380,7 +480,7 @@ def test_a_row_reading_another_rows_runs_uses_its_directory_and_its_config(tmp_p
   d = tmp_path / "nnrnn-t1" / row_id / "seed0"
   (d / "metrics.jsonl").write_text("\n".join(json.dumps(
       {"step": s, "split": "validation", "loss": 2.0 / s}) for s in range(1, 20)) + "\n")
-  (label, pts, split), = harness._curves(t1, str(tmp_path))  # pylint: disable=protected-access
+  (label, pts, split), = pages.curves_of(t1, str(tmp_path))
   assert label == f"nnRNN ({t1.row(row_id).task})" and split == "validation"
   assert pts[-1].tolist() == [19, 2.0 / 19]
   assert harness.release_row(t4, reader, str(tmp_path)).startswith(
@@ -505,7 +605,7 @@ def test_every_released_model_reevaluates_to_its_card(name, tfds_dir):
     assert got[key] == pytest.approx(want, rel=2e-3, abs=1e-6), key
   # the card names a real row, and its recorded run met the paper
   row = rows.get(info["table"]).row(info["row"])
-  assert harness.verdict(row.paper, [info["result"]]) == "meets"
+  assert runner.judge_row(row, [info["result"]]).category in ("meets", "beats")
   assert info["check"]["metrics"]["loss"] == pytest.approx(
       info["result"]["metrics"]["test_loss"], rel=2e-3)
 
@@ -606,9 +706,9 @@ def small_copy_rows(monkeypatch, log_every: int) -> None:
     c.train.plot = False
     return c
 
-  monkeypatch.setattr(harness, "row_config", small)
+  monkeypatch.setattr(runner, "row_config", small)
   monkeypatch.setenv("LVF_JAX_COMMIT", "abc1234")
-  monkeypatch.setattr(harness, "_STARTED_AT_COMMIT", [])  # asked afresh in this test
+  monkeypatch.setattr(runner, "_STARTED_AT_COMMIT", [])  # asked afresh in this test
 
 
 def test_a_time_limited_run_counts_its_steps_and_resumes_to_the_budget(tmp_path, monkeypatch):

@@ -7,14 +7,16 @@
     python -m experiments.reproduce lvf-t4 --rows copy-lvf --report-only --release
 
 Runs go to ``--workdir`` (default ``runs/reproduce``), one directory per table, row and
-seed; finished seeds are skipped and unfinished ones resume from their last checkpoint.
-After the runs, the results found under the workdir are merged into the archive
-``docs/reproduction/results/<table>.json`` (``--out``/results, committed) and
-``docs/reproduction/<table>.md`` is rewritten from it, so a page regenerated without the
-runs keeps every result recorded before. Rows that cannot run here (no data, no model) are
+seed (:mod:`experiments.reproduce.runner`); finished seeds are skipped and unfinished ones
+resume from their last checkpoint. After the runs, their per-seed records are merged into the
+archive ``docs/reproduction/results/<table>.json`` (``--out``/results, committed) and
+``docs/reproduction/<table>.md`` is rewritten from the archive alone
+(:mod:`experiments.reproduce.pages`), with each row's verdict
+(:mod:`experiments.reproduce.verdict`) and its task's floor
+(:mod:`experiments.reproduce.floors`). Rows that cannot run here (no data, no model) are
 listed with the reason and their command; GPU rows, blocked by their budget on a CPU, run
 with ``--include-blocked``. SIGTERM or SIGINT (Ctrl-C) stops the run in
-progress after its step, checkpointed, with its partial result written; the command then
+progress after its step, checkpointed, with its partial record written; the command then
 rewrites that table's page and exits with 128 + the signal's number.
 """
 
@@ -24,7 +26,7 @@ import argparse
 import os
 import sys
 
-from experiments.reproduce import harness, rows
+from experiments.reproduce import pages, rows, runner
 from lvf_jax.train import StoppedBySignal
 
 
@@ -58,8 +60,8 @@ def _parser() -> argparse.ArgumentParser:
                  help="also run rows blocked by their budget (GPU rows; not missing data)")
   p.add_argument("--list", action="store_true", help="list tables and rows, run nothing")
   p.add_argument("--release", action="store_true",
-                 help="copy the selected rows that meet the paper into lvf_jax/zoo (the seed "
-                      "with the best validation loss)")
+                 help="copy the selected rows that meet or beat the paper into lvf_jax/zoo (the "
+                      "seed with the best validation loss)")
   return p
 
 
@@ -83,12 +85,12 @@ def main(argv=None) -> int:
             f"  [the runs of {r.runs_of}]" if r.runs_of else "")
         print(f"  {r.id:32s} {r.model} / {r.task} -> {r.config}{state}")
     return 0
-  smoke_root = os.path.join(harness.ROOT, "runs", "reproduce-smoke")
+  smoke_root = os.path.join(runner.ROOT, "runs", "reproduce-smoke")
   args.workdir = args.workdir or (smoke_root if args.smoke else
-                                  os.path.join(harness.ROOT, "runs", "reproduce"))
+                                  os.path.join(runner.ROOT, "runs", "reproduce"))
   args.out = args.out or (os.path.join(args.workdir, "pages") if args.smoke else
-                          os.path.join(harness.ROOT, "docs", "reproduction"))
-  harness.started_at_commit()
+                          os.path.join(runner.ROOT, "docs", "reproduction"))
+  runner.started_at_commit()
   tables = _select(args)
   wanted = [s for s in args.rows.split(",") if s]
   stopped = None  # a run stopped by SIGTERM / SIGINT: its table's page is written, then exit
@@ -96,7 +98,7 @@ def main(argv=None) -> int:
     selected = [table.row(r) for r in wanted] if wanted else list(table.rows)
     if args.reevaluate:
       for row in selected:
-        harness.reevaluate_row(table, row, args.workdir)
+        runner.reevaluate_row(table, row, args.workdir)
     elif not args.report_only:
       for row in selected:
         runnable = (row.config is not None or row.analytic is not None) and (
@@ -107,7 +109,7 @@ def main(argv=None) -> int:
         seeds = [args.seed] if args.seed >= 0 else range(args.seeds or row.seeds)
         for seed in seeds:
           try:
-            harness.run_row(table, row, args.workdir, seed=seed, steps=args.steps or None,
+            runner.run_row(table, row, args.workdir, seed=seed, steps=args.steps or None,
                             smoke=args.smoke, time_limit=args.time_limit)
           except StoppedBySignal as e:  # the row's partial result is written
             print(f"reproduce: {table.id}/{row.id} seed {seed}: {e}")
@@ -115,15 +117,15 @@ def main(argv=None) -> int:
             break
         if stopped is not None:
           break
-    path = harness.write_table(table, args.workdir, args.out)
+    path = pages.write_table(table, args.workdir, args.out)
     print(f"reproduce: wrote {path}")
     if args.release:
       for row in selected:
         print(f"reproduce: release {table.id}/{row.id}: "
-              f"{harness.release_row(table, row, args.workdir)}")
+              f"{runner.release_row(table, row, args.workdir)}")
     if stopped is not None:
       break
-  print(f"reproduce: wrote {harness.write_index(rows.tables(), args.workdir, args.out)}")
+  print(f"reproduce: wrote {pages.write_index(rows.tables(), args.workdir, args.out)}")
   return 0 if stopped is None else stopped.exit_status
 
 

@@ -11,15 +11,20 @@ and is at least as recent (:func:`supersedes`): a partial re-run does not overwr
 finished one. To drop a recorded result (a config found wrong), delete its entry from the
 JSON file.
 
-Entries may also hold ``"page"``: a row's figures as they were printed on its page before
-its runs were archived (the per-seed values behind a mean are then not known). The
-renderer shows them as printed until a run of the row replaces them.
+Each row's entry is ``{"seeds": {seed: record}, "notes": [note, ...]}``. A record is a
+run's ``result.json`` (:mod:`experiments.reproduce.runner`) with its thinned learning curve.
+A note is a short fact about the runs, ``{"text": ..., "seed": "<seed>"}``: every number in
+its text is a value of the record it cites (:func:`unbacked_numbers`), never an
+extrapolation; settings and deviations belong in the row's own ``note``
+(:mod:`experiments.reproduce.rows`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from typing import Optional
 
 import numpy as np
@@ -66,3 +71,51 @@ def thin_curve(points: list, max_points: int = CURVE_POINTS) -> list:
     return [list(p) for p in points]
   keep = np.unique(np.round(np.linspace(0, len(points) - 1, max_points)).astype(int))
   return [list(points[i]) for i in keep]
+
+
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])", re.I)
+
+
+def _leaves(value) -> list:
+  """Every number inside ``value`` (nested dicts and lists)."""
+  if isinstance(value, bool):
+    return []
+  if isinstance(value, (int, float)):
+    return [float(value)]
+  if isinstance(value, dict):
+    return [x for v in value.values() for x in _leaves(v)]
+  if isinstance(value, (list, tuple)):
+    return [x for v in value for x in _leaves(v)]
+  return []
+
+
+def _printed_precision(text: str) -> float:
+  """Half a unit of the last digit ``text`` prints (relative for a number in e-notation or
+  with a decimal point, absolute otherwise)."""
+  mantissa = text.lower().split("e")[0].replace(",", "")
+  digits = len(mantissa.split(".")[1]) if "." in mantissa else 0
+  return 0.5 * 10.0 ** -digits
+
+
+def backed(text: str, record: dict) -> bool:
+  """Whether the number ``text`` equals a value of ``record`` at its printed precision (a
+  percent may be a fraction of one in the record)."""
+  value = float(text.replace(",", ""))
+  exponent = 0
+  if "e" in text.lower():
+    exponent = int(text.lower().split("e")[1])
+  tol = _printed_precision(text) * 10.0 ** exponent
+  for leaf in _leaves(record):
+    for scaled in (leaf, 100.0 * leaf):
+      if math.isfinite(scaled) and abs(scaled - value) <= tol * (1 + 1e-9):
+        return True
+  return False
+
+
+def unbacked_numbers(note: dict, record: Optional[dict]) -> list[str]:
+  """The numbers of ``note["text"]`` that its cited ``record`` does not hold (every number,
+  without a record)."""
+  numbers = _NUMBER.findall(note.get("text", ""))
+  if record is None:
+    return numbers
+  return [n for n in numbers if not backed(n, record)]

@@ -64,7 +64,11 @@ class Row:
       ``'budget: a GPU row, ~40 h on one CPU core'``); None when it runs. A row blocked
       by its budget (the text starts with ``'budget'``) still runs when asked to
       (``--include-blocked``, and in a smoke run).
-    note: a deviation or a choice where the paper is silent, said in one sentence.
+    note: a deviation or a choice where the paper is silent, said in one sentence; it
+      states settings, never measured results (those are run notes stored beside the
+      records, :mod:`experiments.reproduce.archive`).
+    differs: which setting differs from the paper's, for a row whose loss is more than 10x
+      better than the paper's (the page flags such a row without it).
     analytic: for a cell that is a computed quantity rather than a training run, the name
       of the function of :mod:`experiments.reproduce.analytic` that computes its metrics
       (called with ``analytic_args``); ``config`` is then None.
@@ -88,6 +92,7 @@ class Row:
   seeds: int = 1
   blocker: Optional[str] = None
   note: str = ""
+  differs: str = ""
   analytic: Optional[str] = None
   analytic_args: dict = dataclasses.field(default_factory=dict)
   runs_of: Optional[str] = None

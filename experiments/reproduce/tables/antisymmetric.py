@@ -29,48 +29,13 @@ FCURNN = ("quoted by the paper from Wisdom et al. 2016; the preset follows the a
           "RMS-normalised gradient) but at batch 128 instead of their 50")
 FCURNN_512_TIME = "a training step takes 11-22 s on one core of the AMD EPYC"
 FCURNN_512_BLOCKER = "budget: a GPU row; its 30,030 steps take 90 h or more on one CPU core"
-#: What the runs of a row showed, keyed by row id (appended to the row's note).
-RUN_NOTES = {
-    "pmnist-lstm": ("run before the preset started the forget-gate bias at 1 (bias 0, commit "
-                    "bb67c85); stopped by `--time-limit 1800` at 1,750 steps (6 %): the "
-                    "validation loss still falls (1.07 at step 429, 0.69 at 1,750)"),
-    "mnist-lstm": ("stopped by `--time-limit 6300` at 2,200 steps (7 %; 2.9 s a step on one "
-                   "core shared with a second run, so 1.8 h): at chance (11.4 %) for 1,100 "
-                   "steps, 24.2 % validation accuracy at step 1,287, 20.3 % at 1,716 and back "
-                   "near chance at 2,145 (training accuracy 21 % at steps 1,300-1,800, 11 % at "
-                   "2,200): the unpermuted digits end in about 100 blank pixels, so the "
-                   "gradient must cross them before the LSTM learns; a first try with the "
-                   "forget-gate bias at 0 was still at chance at step 1,287 when stopped"),
-    "mnist-fcurnn-n116": ("stopped by `--time-limit 1500` at 2,550 steps (8 %; 0.6 s a step "
-                          "on one core, about 5 h for the budget): the validation accuracy "
-                          "still rises (86.1 % after one epoch, 89.7 % after four, 90.7 % at "
-                          "2,550)"),
-    "pmnist-fcurnn-n116": ("stopped by `--time-limit` in two parts at 4,350 steps (14 %; 0.6 s "
-                           "a step on one core): the validation loss still falls slowly (0.386 "
-                           "after one epoch, 0.307 after four, 0.291 at 4,350; accuracy 88.2 "
-                           "%, 90.9 %, 91.3 %)"),
-    "mnist-gated-antisymmetric": ("stopped by SIGTERM at 15,545 of the 50,000 steps (31 %; "
-                                  "0.41 s a step on one core of an Intel Xeon, the other "
-                                  "training too): validation accuracy 83.6, 83.4, 85.9, 85.4, "
-                                  "88.0, 88.4 and 90.4 % after epochs 5-35, still rising; an "
-                                  "earlier run stopped at 4,950 steps had reached 84.9 % test "
-                                  "accuracy; resumable with the same command"),
-    "pmnist-gated-antisymmetric": ("stopped by SIGTERM at 13,401 of the 50,000 steps (27 %; "
-                                   "0.42 s a step on one core of an Intel Xeon, the other "
-                                   "training too): validation accuracy 80.0, 84.9, 87.2, 87.0, "
-                                   "86.2 and 89.0 % after epochs 5-30, still rising; an earlier "
-                                   "run stopped at 1,850 steps had reached 79.6 % test "
-                                   "accuracy; resumable with the same command"),
-}
 NO_CIFAR = "no data: CIFAR-10 is not in the data directory"
 
 
 def _row(task, task_name, slug, model, value, params, note, **kw):
-  """The row ``<task>-<slug>`` with the paper's test accuracy ``value``; its note ends with
-  what its runs showed (:data:`RUN_NOTES`), if anything."""
-  run = RUN_NOTES.get(f"{task}-{slug}")
+  """The row ``<task>-<slug>`` with the paper's test accuracy ``value``."""
   return Row(id=f"{task}-{slug}", task=task_name, model=model, paper={"test_accuracy": value},
-             paper_params=params, note=f"{note[:-1]}; {run}." if run else note, **kw)
+             paper_params=params, note=note, **kw)
 
 
 TASKS = (("mnist", "pixel-by-pixel MNIST", "mnist.py"),

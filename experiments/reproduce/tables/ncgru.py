@@ -87,11 +87,7 @@ T2 = Table(
          ("ncgru-ucur", "NC-GRU(U_c, U_r)", "ncgru", UR_UC, 118, (1.633, 0.774))),
         steps=10000, seeds=1,
         notes={"*": MIN_LOSS,
-               "scornn": "the paper does not give scoRNN's rho for this task (preset: 100)",
-               "ncgru-uc-t400": ("over the full 10,000 steps the minimum training loss still "
-                                 "falls (lowest per 1,000 steps: 0.0165, 0.0147, 0.0128, "
-                                 "0.0119, 0.0109 over the last 5,000): not converged at this "
-                                 "budget")}),
+               "scornn": "the paper does not give scoRNN's rho for this task (preset: 100)"}),
 )
 
 T3 = Table(
@@ -108,11 +104,7 @@ T3 = Table(
          ("ncgru-ucur", "NC-GRU(U_c, U_r)", "ncgru", UR_UC, 80, (5.0, 4.93))),
         steps=20000, seeds=1,
         notes={"*": (MIN_VAL + "; the paper trains 10 epochs of a fixed 100,000-example set "
-                     "at batch 50 (20,000 steps); here every step draws fresh sequences"),
-               "ncgru-uc-t400": ("the minimum validation loss still falls at the end of the "
-                                 "20,000 steps (lowest per 2,000 steps over the last 10,000: "
-                                 "3.5e-5, 2.8e-5, 2.7e-5, 2.2e-5, 1.65e-5) at a constant Adam "
-                                 "learning rate")}),
+                     "at batch 50 (20,000 steps); here every step draws fresh sequences")}),
 )
 
 T4 = Table(
@@ -131,21 +123,6 @@ T4 = Table(
          ("ncgru-ucur", "NC-GRU(U_c, U_r)", "ncgru", UR_UC, 96, (0.882, 0.496))),
         steps=10000, seeds=1,
         notes={"*": MIN_VAL + "; sequences are T + 20 long as in the paper",
-               "goru-t1000": ("over the full 10,000 steps the validation loss creeps down "
-                              "from the no-memory level 0.0204 (lowest per 2,000 steps: "
-                              "0.0196, 0.0187, 0.0184, 0.0183, 0.0181)"),
-               "scornn-t2000": ("stopped by `--time-limit 1800` at 3,270 of the 10,000 "
-                                "steps: the validation loss still falls (0.0014 at step "
-                                "1,700, 0.0011 at 2,500, 6.0e-4 at 3,270; test accuracy "
-                                "96.5 %)"),
-               "ncgru-uc-t2000": ("stopped by `--time-limit 3600` at 5,530 of the 10,000 "
-                                  "steps: the validation loss creeps down from the no-memory "
-                                  "level 0.0103 (0.0104 at step 1,400, 0.0086 at 3,500, "
-                                  "0.0079 at 5,530)"),
-               "ncgru-ucur-t2000": ("stopped by `--time-limit 1800` at 2,550 of the 10,000 "
-                                    "steps: the validation loss falls slowly below the "
-                                    "no-memory level 0.0103 (0.0104 at step 1,000, 0.0097 at "
-                                    "2,200, 0.0094 at 2,550)"),
                "lstm": ("configs/copy.py's lstm preset is the nnRNN paper's (n 128, RMSprop "
                         "5e-4, batch 10), so the overrides set this paper's n 68, Adam 1e-3, "
                         "batch 50")}),
@@ -161,40 +138,15 @@ PTB_CHAR_TRAINING = {"train.batch_size": 32, "task.options.bptt": 100, "model.dr
                      "train.eval_every": 1568, "train.checkpoint_every": 1568}
 
 
-# What the runs showed, per Table 5 row.
-PTB_CHAR_RUN_NOTES = {
-    "ncgru-uc": ("the 4 epochs in two parts (`--time-limit 7800`, resumed at step 3,250; "
-                 "4.2 h in all on one core of the AMD EPYC, 2.3-2.5 s a step): validation BPC "
-                 "1.710, 1.591, 1.539 and 1.507 after epochs 1-4, still falling by 0.03 an "
-                 "epoch, so the 4-epoch budget stops short of the paper's 1.385"),
-    "lstm": ("the 4 epochs in two parts (the first stopped by `--time-limit 7500` at step "
-             "3,900, then resumed; 3.8 h in all on one core of an Intel Xeon, the other core "
-             "running a second row, 2.0-2.4 s a step): validation BPC 1.767, 1.596, 1.522 "
-             "and 1.478 after epochs 1-4, still falling by 0.04 an epoch, so the 4-epoch "
-             "budget stops short of the paper's 1.40"),
-    "gru": ("the 4 epochs in two parts (the first stopped by `--time-limit 7500` at step "
-            "3,950, then resumed; one core of an Intel Xeon, 2.0 s a step; the recorded wall "
-            "time includes about 36 min during which the process was stopped while the test "
-            "suite was timed): validation BPC 1.671, 1.558, 1.506 and 1.478 after epochs 1-4 "
-            "(NC-GRU(U_c): 1.710, 1.591, 1.539, 1.507), still falling by 0.03 an epoch"),
-    "scornn": ("the 3 epochs (4,704 steps) in parts stopped by `--time-limit` (at steps "
-               "1,600, 2,300 and 2,900; 4.5 h in all on one core of an Intel Xeon, 2.3-3.0 s a "
-               "step): validation BPC 2.071 after epoch 1 (LSTM 1.767, GRU 1.671, NC-GRU(U_c) "
-               "1.710), 1.841 after epoch 2 and 1.758 after epoch 3, still falling"),
-}
-
-
 def _ptb_char_row(slug, name, preset, hidden, bpc, hours, epochs, extra):
   """A Table 5 row; ``extra`` says how the preset is brought to the paper's model."""
-  run_note = PTB_CHAR_RUN_NOTES.get(slug)
   return Row(
       id=f"ptbchar-{slug}", task="PTB-char", model=name, paper={"test_bpc": bpc},
       config=f"ptb_char.py:{preset}", overrides=extra[0],
       paper_params=f"3 layers {hidden}", run_steps=epochs * 1568,
       note=(f"{PTB_CHAR_NOTE}; {extra[1]}; budget: 50 epochs at batch 128 took about {hours} h "
             "on 2 cores and an epoch at batch 32 takes about 1.1 times as long (NC-GRU, "
-            f"measured side by side), so {epochs} epochs are run"
-            + (f"; {run_note}." if run_note else ".")))
+            f"measured side by side), so {epochs} epochs are run."))
 
 
 def _three_layers(hidden, **more):
@@ -228,13 +180,8 @@ T5 = Table(
              "training above and the rho 50 the paper gives NC-GRU (scoRNN 'trained in the "
              "similar manner'); tanh replaces scoRNN's modReLU: with modReLU (bias "
              "U(+-0.01)) the orthogonal layers pass their input on almost unchanged, so the "
-             "state carried from chunk to chunk grows without bound: at initialisation the "
-             "mean state norms of the three layers are 6, 16 and 17 after the first 100 "
-             "characters and 162, 1,841 and 8,685 after 2,800, the loss 3.98 then 774, and "
-             "the run diverges (training loss 4.0 at step 1, 372 averaged over the first 50 "
-             "steps, 8e4 at step 250; gradient clipping at 0.25, AWD-LSTM's default, does "
-             "not stop it: 678 at step 40), while with tanh the norms stay at 1.5, 4.2 and "
-             "3.4 and the loss falls (3.01 at step 40)")),
+             "state carried from chunk to chunk grows without bound and the run diverges, "
+             "gradient clipping at 0.25 (AWD-LSTM's default) included")),
         _ptb_char_row(
             "ncgru-uc", "NC-GRU(U_c)", "ncgru", (430, 1000, 430), 1.385, 12.5, 4,
             ({}, "hidden sizes, Adam 5e-4 and rho 50 are the paper's")),
@@ -254,11 +201,7 @@ T6 = Table(
             config="ptb_word.py:lstm", run_steps=2080,
             note=("Quoted by the paper from Bai et al. 2018 (TCN paper); the preset is one "
                   "layer of 772 units at the NC-GRU budget, Adam 1e-3, clip 0.25; "
-                  + PTB_WORD_NOTE + ". Stopped by `--time-limit 3300` at step 550 of those "
-                  "2,080 (2.6 epochs; about 8 s a step on one core while the test suite "
-                  "shared the machine): the validation perplexity is 332 and 178 after "
-                  "epochs 1 and 2 and 158 at step 550, still falling (training 135); the run "
-                  "resumes from its step-550 checkpoint.")),
+                  + PTB_WORD_NOTE + ".")),
         Row(id="ptbword-gru-bai", task="PTB-word", model="GRU", paper={"test_ppl": 92.48},
             config="ptb_word.py:gru", run_steps=2080, runs_of="ncgru-t6/ptbword-gru",
             note=("Quoted by the paper from Bai et al. 2018 (the same cell also gives the "
@@ -269,34 +212,18 @@ T6 = Table(
             config="ptb_word.py:gru", run_steps=2080,
             note=("The authors' own GRU run (in parentheses next to the quoted 92.48); their "
                   "GRU set-up is not given, the preset is one layer of 829 units, Adam 1e-3, "
-                  "clip 0.25; " + PTB_WORD_NOTE + ". Run to step 1,500 of those 2,080 "
-                  "(7.2 epochs, 5 to 7.6 s a step on one core, the slower while the test suite "
-                  "shared the machine): the validation perplexity is "
-                  "451, 147, 126 and 118 after epochs 1 to 4, lowest at step 950 (117.4), and "
-                  "119.4, 122.3, 128.9 and 129.0 after epochs 5 to 7 and at step 1,500, while "
-                  "the training perplexity falls from 51 to about 30: without dropout the GRU "
-                  "overfits from epoch 5 on, so the last 3 epochs of the budget cannot lower "
-                  "the test perplexity at the best validation step and were not run.")),
+                  "clip 0.25; " + PTB_WORD_NOTE + ".")),
         Row(id="ptbword-scornn", task="PTB-word", model="scoRNN", paper={"test_ppl": 123.90},
             config="ptb_word.py:scornn", run_steps=2080,
             note=("The authors' run, set-up not given; the preset is one layer of 1039 units, "
-                  "Adam 1e-3, clip 0.25, rho 103; " + PTB_WORD_NOTE + ". Stopped by "
-                  "`--time-limit 6600` at step 650 of those 2,080 (3.1 epochs; about 10 s a "
-                  "step on one core while tests shared the machine): the validation "
-                  "perplexity is 1074, 227 and 196 after epochs 1 to 3 and 198 at step 650 "
-                  "(training 128); the run resumes from its step-650 checkpoint.")),
+                  "Adam 1e-3, clip 0.25, rho 103; " + PTB_WORD_NOTE + ".")),
         Row(id="ptbword-ncgru-uc", task="PTB-word", model="NC-GRU(U_c)",
             paper={"test_ppl": 77.00}, config="ptb_word.py:ncgru",
             paper_params="3 layers (400, 1150, 400)", run_steps=2080,
             note=("Hidden sizes, Adam 5e-4, rho 50 and the three dropouts (0.4 after the "
                   "cell, 0.4 on the embedding, 0.25 on the output) match the paper; its "
                   "AWD-LSTM code drops out with one mask per sequence where lvf_jax draws one "
-                  "per step, and its batch and BPTT are not given; " + PTB_WORD_NOTE + ". "
-                  "The 2,080 steps ran in three parts, about 5.3 s a step on one core: the "
-                  "validation perplexity is 402, 242, 194, 167, 149, 138, 130, 125, 121 and "
-                  "118 after epochs 1 to 10, still falling by 3 to 4 an epoch at the end, "
-                  "with the training perplexity (under dropout) about 87: the model "
-                  "underfits at 10 of the preset's 40 epochs.")),
+                  "per step, and its batch and BPTT are not given; " + PTB_WORD_NOTE + ".")),
     ),
 )
 

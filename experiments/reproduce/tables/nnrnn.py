@@ -107,31 +107,6 @@ def gpu_blocker(preset: str, hidden: int) -> str:
           f"{_epoch_minutes(preset, hidden) * epochs / 60:.1f} h on one CPU core")
 
 
-# What the runs showed, per training row (every cell that reads its runs repeats it).
-RUN_NOTES = {
-    "ptbchar-rnn-n1024-t150": (
-        "the 5,240 steps of the 20 epochs in parts on one core of an Intel Xeon (2.7 h in "
-        "all, 1.2-2.0 s a step; the first part was killed after its checkpoint at step 262): "
-        "validation BPC 4.05, 3.73, 3.32, 3.25, 3.19, 3.15 and 3.11 at steps 786, 1,350, "
-        "3,144, 3,668, 4,192, 4,650 and 5,240, still falling by about 0.02 an epoch at the "
-        "end"),
-    "ptbchar-nnrnn-n1024-t150": (
-        "the 20 epochs in two parts (4.1 h in all on one core, 2.8 s a step): validation "
-        "BPC 3.08, 2.25, 2.01, 1.89, 1.84, 1.78, 1.74 after epochs 1-7, 1.70, 1.68, 1.66, 1.66 "
-        "after epochs 9, 11, 13, 14 and 1.66, 1.65, 1.64, 1.63, 1.61 after epochs 16-20, still "
-        "falling; after epochs 8, 10, 12 and 15 the carried state overflowed on part of the "
-        "validation split (mean loss 1e6 to 5e12 nats), which the best-validation selection "
-        "passes over: gamma stays within 0.998-1.002, but the entries of T inside the 2x2 "
-        "blocks put 50 to 93 of the 512 eigenvalue pairs above modulus 1 (largest 1.008 to "
-        "1.016 at epochs 8-11; `configs/ptb_char.py`); spectral radius 1.047 and ||T|| 23 at "
-        "the end; "
-        "with the authors' code's settings instead (Adam betas (0, 0.9), lr 2e-3, lr_orth 2e-4, "
-        "delta 1e-4, no T decay) the run reached test BPC 1.501 / accuracy 67.6 % at step "
-        "2,550 (9.7 epochs, 2.9 s a step on one core; validation BPC 2.25, 1.87, 1.76, 1.72, "
-        "1.70, 1.63, 1.62, 1.61, 1.66, 1.64 after epochs 1-10) and overflowed in epoch 11 "
-        "(step 2,888: spectral radius 1.05-1.07, ||T|| 60), so the preset is Table 5's"),
-}
-
 # values per model: {(group, bptt): (value, standard error)}
 BPC = {
     "rnn": {("params", 150): (2.89, 0.002), ("params", 300): (2.90, 0.0016),
@@ -190,7 +165,6 @@ def _ptb_row(slug, name, preset, paper_hidden, optim_note, group, bptt, metric, 
     notes.append(f"Table 5 lists {name} at 1024 units only and Table 1 prints the same values "
                  "in both columns: the fixed-budget model is the N = 1024 one, so this cell "
                  "reads the runs of that column's row in Table 1")
-  notes.append(RUN_NOTES.get(source_id))
   note = sentence(f"the paper's +- {err} is the standard error over 5 runs", size, optim_note,
                   budget_note(preset, hidden), *notes)
   return Row(
@@ -238,18 +212,11 @@ FMC = (
 
 FMC_NOTE = ("computed (experiments/reproduce/analytic.py: lvf_jax.diagnostics, float64) with "
             "alpha on the sub-diagonal as Fig. 1(a) draws it; SM B's text puts sqrt(alpha) there "
-            "(that delay line gives the closed form of Ganguli et al., tested), which gives "
-            "3.65 / 5.19 / 8.28 for the first three rows instead of the table's values")
-ILL_CONDITIONED = ("with d = 0.2 the noise covariance C that J inverts has a condition number "
-                   "of 1e18 to 1e26, beyond float64: our float64 value moves with the "
-                   "solver (15.47 with an explicit inverse, 16.27 with a solve for alpha = 1, "
-                   "beta = 0) and the paper's likely did too; at 40 decimal digits (mpmath) "
-                   "J_tot = {}")
-# J_tot at 40 decimal digits (mpmath; the script is in the row note's measurement, not run
-# by the harness): the d = 0.2 rows, where float64 cannot resolve it.
-FMC_HIGH_PRECISION = {(1.00, 0.0, 0.2): "16.298", (0.95, 0.0, 0.2): "11.939",
-                      (1.05, 0.0, 0.2): "20.837", (0.95, 0.005, 0.2): "12.090",
-                      (1.05, 0.005, 0.2): "20.885"}
+            "(that delay line gives the closed form of Ganguli et al., tested), which does not "
+            "give the table's values")
+ILL_CONDITIONED = ("with d = 0.2 the noise covariance C that J inverts is ill-conditioned "
+                   "beyond float64 (its condition number is in the record): the float64 value "
+                   "depends on the solver, and the paper's likely did too")
 
 T6 = Table(
     paper="nnrnn", number="6",
@@ -261,8 +228,7 @@ T6 = Table(
             task="Fisher memory curve, linear dynamics of eq. 1-2, N = 100",
             model=f"Theta(alpha={a:g}, beta={b:g}, d={d:g})", paper={"fmc_total": j},
             analytic="fmc_total", analytic_args={"alpha": a, "beta": b, "d": d},
-            note=FMC_NOTE if d == 0 else ILL_CONDITIONED.format(
-                FMC_HIGH_PRECISION.get((a, b, d), "not computed here")))
+            note=FMC_NOTE if d == 0 else ILL_CONDITIONED)
         for a, b, d, j in FMC),
 )
 

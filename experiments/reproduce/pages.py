@@ -1,0 +1,436 @@
+"""Writes the reproduction pages from the per-seed records.
+
+:func:`write_table` merges the records found under a runs directory into the committed
+archive (:mod:`experiments.reproduce.archive`) and renders ``docs/reproduction/<table>.md``
+and a figure of the learning curves from the archive alone; :func:`write_index` writes the
+index with the rows of every table counted per verdict
+(:mod:`experiments.reproduce.verdict`), the categories' definitions and the floors.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import textwrap
+from typing import Iterable, Optional
+
+import numpy as np
+
+from experiments.reproduce import archive as archive_lib
+from experiments.reproduce import floors as floors_lib
+from experiments.reproduce import rows as rows_lib
+from experiments.reproduce import runner
+from experiments.reproduce import verdict as verdict_lib
+from experiments.reproduce.rows import Row, Table
+
+#: Metrics shown under a row's own whenever its runs have them (not part of the verdict
+#: unless the row's paper values name them).
+ALSO_SHOWN = ("test_nll_per_sequence",)
+#: Metrics shown for a stand-in row (a config but no paper value: another dataset run with
+#: a table's models and settings).
+STAND_IN_SHOWN = ("val_loss", "test_loss")
+#: The last step's counterpart of a judged metric: ``(key in the record's last metrics or
+#: curve, transform)``.
+LAST_OF = {"test_loss": ("val_loss", None), "val_loss": ("val_loss", None),
+           "test_accuracy": ("val_accuracy", lambda v: 100.0 * v),
+           "test_bpc": ("val_loss", lambda v: v / math.log(2.0)),
+           "test_ppl": ("val_loss", lambda v: math.exp(min(v, 700.0))),
+           "min_train_loss": ("train_loss", None),
+           "test_nll_per_sequence": ("val_nll_per_sequence", None)}
+NO_VALUE = "—"
+
+
+def fmt(value: float, metric: str) -> str:
+  """``value`` as a page prints ``metric``."""
+  if metric == "test_accuracy":
+    return f"{value:.1f} %"
+  if value != 0 and (abs(value) < 1e-2 or abs(value) >= 1e4):
+    return f"{value:.3g}"
+  return f"{value:.4g}"
+
+
+def summarize(values: Iterable[float], metric: str) -> str:
+  """``mean ± std (n seeds)`` (the sample standard deviation), or the single value."""
+  v = np.asarray(list(values), np.float64)
+  if v.size == 0:
+    return ""
+  if v.size == 1:
+    return fmt(float(v[0]), metric)
+  return f"{fmt(float(v.mean()), metric)} ± {fmt(float(v.std(ddof=1)), metric)} ({v.size} seeds)"
+
+
+def last_value(metric: str, record: dict) -> Optional[float]:
+  """``metric``'s counterpart at the record's last step: the last validation (the last
+  training loss for ``min_train_loss``), from the record's ``last`` metrics or the last
+  point of its curve; None when the record has neither."""
+  key, transform = LAST_OF.get(metric, (None, None))
+  if key is None:
+    return None
+  last = (record.get("last") or {}).get("metrics", {})
+  value = last.get(key)
+  curve = record.get("curve") or {}
+  if value is None and key == f"{curve.get('split', '')[:5]}_loss" and curve.get("points"):
+    value = curve["points"][-1][1]
+  if value is None:
+    return None
+  return transform(value) if transform else float(value)
+
+
+def last_cell(metric: str, records: list) -> str:
+  """The page's last-step cell of ``metric``: mean over the seeds that have it."""
+  values = [last_value(metric, r) for r in records if not r.get("diverged_at")]
+  values = [v for v in values if v is not None]
+  if not values or len(values) < len(records):
+    return NO_VALUE
+  steps = sorted({_last_step(r) for r in records} - {None})
+  at = f" (step {steps[0]})" if len(steps) == 1 else ""
+  return summarize(values, metric) + at
+
+
+def _last_step(record: dict) -> Optional[int]:
+  if record.get("last"):
+    return int(record["last"]["step"])
+  points = (record.get("curve") or {}).get("points")
+  return int(points[-1][0]) if points else None
+
+
+def params_cell(records: list) -> str:
+  """The run's parameter count, with the papers' effective count where it differs."""
+  counts = [r for r in records if r.get("parameters")]
+  if not counts:
+    return ""
+  raw, eff = counts[0]["parameters"], counts[0].get("effective_parameters")
+  return f"{raw} ({eff} effective)" if eff and eff != raw else str(raw)
+
+
+def steps_cell(row: Row, records: list) -> str:
+  """Steps run of the budget (with the fraction when short), and the best validation
+  step."""
+  if row.analytic:
+    return "computed"
+  budget = runner.budget_of(row, records)
+  if not records:
+    return str(budget or "")
+  ran = min(int(r["steps"]) for r in records)
+  text = f"{ran} of {budget} ({100.0 * ran / budget:.0f} %)" if budget and ran < budget \
+      else str(ran)
+  best = sorted({r.get("best_validation_step") for r in records} - {None})
+  if len(best) == 1:
+    text += f", best validation at {best[0]}"
+  return text
+
+
+def seeds_cell(row: Row, records: list) -> str:
+  """Seeds recorded, of the row's planned count when fewer."""
+  n = len(records)
+  return f"{n} of {row.seeds}" if n and n < row.seeds else str(n or "")
+
+
+def floor_cell(metric: str, row_floors: dict) -> str:
+  if metric not in row_floors:
+    return NO_VALUE
+  value, what = row_floors[metric]
+  return f"{fmt(value, metric)} ({what})"
+
+
+def verdict_cell(status: verdict_lib.Verdict) -> str:
+  return status.category + (f" **({status.flag})**" if status.flag else "")
+
+
+def row_results(table: Table, row: Row, workdir: str, archive: Optional[dict] = None
+                ) -> list[dict]:
+  """The records of ``row`` by seed: the archived ones, replaced by those under
+  ``workdir`` that supersede them (a smoke run's too: its page shows it, its verdict
+  leaves it out)."""
+  by_seed = {}
+  if archive:
+    for seed, r in archive.get("rows", {}).get(row.id, {}).get("seeds", {}).items():
+      by_seed[int(seed)] = r
+  for r in runner.results_of_row(table, row, workdir):
+    if archive_lib.supersedes(r, by_seed.get(int(r["seed"]))):
+      by_seed[int(r["seed"])] = r
+  return [by_seed[k] for k in sorted(by_seed)]
+
+
+def archive_results(table: Table, workdir: str, archive: dict) -> dict:
+  """Merges the finished (not smoke) records of ``table`` under ``workdir`` into
+  ``archive`` (``{"rows": {row: {"seeds": {seed: record}}}}``), each with its thinned
+  learning curve; a record replaces an archived one only where it
+  :func:`~experiments.reproduce.archive.supersedes` it. Returns ``archive``."""
+  archive.setdefault("table", table.id)
+  entries = archive.setdefault("rows", {})
+  for row in table.rows:
+    for r in runner.results_of_row(table, row, workdir):
+      if r.get("smoke"):
+        continue
+      seeds = entries.setdefault(row.id, {}).setdefault("seeds", {})
+      if not archive_lib.supersedes(r, seeds.get(str(r["seed"]))):
+        continue
+      seeds[str(r["seed"])] = _with_curve(row, runner.row_dir(table, row, workdir, r["seed"]), r)
+  return archive
+
+
+def _with_curve(row: Row, run_dir: str, record: dict) -> dict:
+  """``record`` with the curve and last-step metrics of its run's log, where the run
+  directory holds one (a record written before it kept them itself)."""
+  if not os.path.exists(os.path.join(run_dir, "metrics.jsonl")):
+    return record
+  last = record.get("last") or (None if record.get("diverged_at") else
+                                runner.last_of_run(run_dir))
+  return {**record, "curve": runner.run_curve(row, run_dir), "last": last}
+
+
+def notes_of(row: Row, archive: Optional[dict]) -> list[str]:
+  """The run notes stored beside ``row``'s records, each with the seed it cites; a note
+  with a number its record lacks is flagged."""
+  entry = (archive or {}).get("rows", {}).get(row.id, {})
+  out = []
+  for note in entry.get("notes", []):
+    record = entry.get("seeds", {}).get(str(note.get("seed")))
+    missing = archive_lib.unbacked_numbers(note, record)
+    text = f"{note['text']} (seed {note.get('seed')})"
+    if missing:
+      text += f" **(not in the record: {', '.join(missing)})**"
+    out.append(text)
+  return out
+
+
+def _note_cell(row: Row, records: list, archive: Optional[dict]) -> str:
+  parts = [row.note] if row.note else []
+  if row.differs:
+    parts.append(f"Differs from the paper: {row.differs}")
+  if not records:
+    parts.insert(0, f"**not run: {row.blocker}**" if row.blocker else "**not run**")
+  diverged = [r for r in records if r.get("diverged_at")]
+  if diverged:
+    at = ", ".join(str(r["diverged_at"]) for r in diverged)
+    parts.insert(0, f"**non-finite loss in {len(diverged)} of {len(records)} seeds (at step "
+                    f"{at})**")
+  parts += notes_of(row, archive)
+  return " ".join(parts)
+
+
+def _wall_cell(records: list) -> str:
+  if not records:
+    return ""
+  wall = f"{sum(r['wall_seconds'] for r in records) / len(records) / 60:.1f} min"
+  if any(r.get("resumed_from") and not r.get("wall_complete", False) for r in records):
+    wall += " (not counting a part stopped before it recorded a result)"
+  return wall
+
+
+def shown_metrics(row: Row, records: list) -> list:
+  """``(metric, paper value or None)`` of every line of the row."""
+  shown = list(row.paper.items()) or ([(m, None) for m in STAND_IN_SHOWN] if row.config
+                                      else [("", None)])
+  if set(row.paper) & {"min_train_loss", "val_loss"} and "test_loss" not in row.paper:
+    shown.append(("test_loss", None))  # the paper's minimum loss and our test figure
+  shown += [(m, None) for m in ALSO_SHOWN
+            if m not in row.paper and any(m in r.get("metrics", {}) for r in records)]
+  return shown
+
+
+def row_lines(table: Table, row: Row, records: list, archive: Optional[dict],
+              stored_floors: dict) -> list[str]:
+  """The page's table lines of ``row``."""
+  status = runner.judge_row(row, records, stored_floors)
+  row_floors = floors_lib.of_row(row, records, stored_floors)
+  first = [row.task, row.model]
+  rest = [verdict_cell(status), f"{row.paper_params or '?'} / {params_cell(records) or '-'}",
+          steps_cell(row, records), seeds_cell(row, records), _wall_cell(records),
+          _note_cell(row, records, archive)]
+  lines = []
+  for i, (metric, value) in enumerate(shown_metrics(row, records)):
+    ours = summarize([r["metrics"][metric] for r in records
+                      if metric in r.get("metrics", {})], metric)
+    cells = [*(first if i == 0 else ["", ""]), metric or "-",
+             "-" if value is None else fmt(value, metric), floor_cell(metric, row_floors),
+             ours, last_cell(metric, records) if records and metric else "",
+             *(rest if i == 0 else [""] * len(rest))]
+    lines.append("| " + " | ".join(cells) + " |")
+  return lines
+
+
+HEADER = ("| task | model | metric | paper | floor | ours (best validation) | last step | "
+          "verdict | params (paper / ours) | steps | seeds | wall time | note |")
+
+
+def table_markdown(table: Table, workdir: str, figure: Optional[str] = None,
+                   archive: Optional[dict] = None, stored_floors: Optional[dict] = None
+                   ) -> str:
+  """The reproduction page of ``table`` from the records under ``workdir`` and in
+  ``archive``."""
+  stored_floors = floors_lib.load() if stored_floors is None else stored_floors
+  lines = [f"# {table.citation}, Table {table.number}", "", table.caption, "",
+           f"Generated by `python -m experiments.reproduce {table.id} --report-only` from "
+           f"the per-seed records archived in `results/{table.id}.json`. 'ours' is the test "
+           "metric at the best validation step unless the metric says otherwise (mean ± "
+           "sample standard deviation over seeds); 'last step' is the same quantity on the "
+           "validation split at the last step (the last training loss for a minimum "
+           f"training loss), {NO_VALUE} where the record lacks it. The floor is the task's "
+           "no-memory value; the verdicts are defined in [the index](README.md).", "",
+           HEADER, "|" + "---|" * HEADER.count(" | ") + "---|"]
+  runs = []
+  for row in table.rows:
+    records = row_results(table, row, workdir, archive)
+    lines += row_lines(table, row, records, archive, stored_floors)
+    runs += [_run_line(row, r) for r in records]
+  if figure:
+    lines += ["", f"![learning curves]({os.path.basename(figure)})", "",
+              f"The figure: `python -m experiments.reproduce {table.id} --report-only`, the "
+              "first recorded seed of every row with a curve; each curve's run (commit, "
+              "machine, date) is listed below."]
+  if runs:
+    lines += ["", "## Runs", "",
+              "| row | seed | steps | command | commit | machine | date |",
+              "|---|---|---|---|---|---|---|", *runs]
+  lines += ["", "## Commands of every row (full budget)", ""]
+  lines += [f"- `{row.id}`: "
+            f"`{runner.command(table, row, steps=row.steps if row.run_steps else None)}`"
+            + (f" (config `{row.config}`)" if row.config else "") for row in table.rows]
+  return "\n".join(lines) + "\n"
+
+
+def _run_line(row: Row, r: dict) -> str:
+  commit = r["commit"] + (f" (re-evaluated at {r['reevaluated']['commit']})"
+                          if r.get("reevaluated") else "")
+  source = f" ({r['source']})" if r.get("source") else ""
+  return (f"| {row.id} | {r['seed']} | {r.get('steps')} | `{r['command']}`{source} | "
+          f"{commit} | {r['machine']} | {r['date']} |")
+
+
+def curves_of(table: Table, workdir: str, archive: Optional[dict] = None) -> list:
+  """``(label, points, split)`` of the first seed of every row that has a learning curve
+  (the run's own under ``workdir``, else the archived one). Rows of the table that read the
+  same runs (``Row.runs_of``) give one curve, labelled by the row that trains when it is in
+  the table."""
+  curves, drawn = [], set()
+  for row in table.rows:
+    source_table, source = rows_lib.source(table, row)
+    if (source_table.id, source.id) in drawn:
+      continue
+    records = row_results(table, row, workdir, archive)
+    if not records:
+      continue
+    split = runner.curve_split(row)
+    run_dir = runner.row_dir(table, row, workdir, records[0]["seed"])
+    pts = (runner._run_curve(run_dir, split)  # pylint: disable=protected-access
+           or (records[0].get("curve") or {}).get("points", []))
+    if pts:
+      drawn.add((source_table.id, source.id))
+      named = source if source_table.id == table.id else row
+      curves.append((f"{named.model} ({named.task})", np.asarray(pts, np.float64), split))
+  return curves
+
+
+def plot_table(table: Table, curves: list, path: str) -> Optional[str]:
+  """The learning ``curves`` (:func:`curves_of`) of ``table`` in one figure at ``path``;
+  None if there are none."""
+  from matplotlib.figure import Figure  # pylint: disable=g-import-not-at-top
+  if not curves:
+    return None
+  fig = Figure(figsize=(7.5, 4.5))
+  ax = fig.subplots()
+  for label, pts, split in curves:
+    ax.plot(pts[:, 0], pts[:, 1], label=f"{label}, {split}")
+  if all(float(np.min(p[:, 1])) > 0 for _, p, _ in curves):
+    ax.set_yscale("log")
+  ax.set_xlabel("optimiser step")
+  ax.set_ylabel("loss")
+  ax.set_title(textwrap.fill(f"{table.citation}, Table {table.number}", 85), fontsize=9)
+  ax.legend(fontsize=7)
+  fig.tight_layout()
+  fig.savefig(path, dpi=100)
+  return path
+
+
+def write_table(table: Table, workdir: str, out_dir: str) -> str:
+  """Merges the records under ``workdir`` into the archive
+  ``<out_dir>/results/<table.id>.json``, writes ``<out_dir>/<table.id>.md`` (and its
+  ``.png``) from it and returns the Markdown path."""
+  os.makedirs(out_dir, exist_ok=True)
+  store = archive_lib.path_for(out_dir, table.id)
+  archive = archive_results(table, workdir, archive_lib.load(store))
+  archive_lib.save(store, archive)
+  png = os.path.join(out_dir, f"{table.id}.png")
+  figure = plot_table(table, curves_of(table, workdir, archive), png)
+  if figure is None and os.path.exists(png):
+    os.remove(png)  # no record has a curve: a figure would show runs without records
+  path = os.path.join(out_dir, f"{table.id}.md")
+  with open(path, "w") as f:
+    f.write(table_markdown(table, workdir, figure, archive))
+  return path
+
+
+def count_rows(table: Table, workdir: str, out_dir: str, stored_floors: dict) -> dict:
+  """``{category: rows}`` of ``table`` (the categories of
+  :data:`experiments.reproduce.verdict.CATEGORIES` and ``''`` for stand-in rows)."""
+  archive = archive_lib.load(archive_lib.path_for(out_dir, table.id))
+  counts = {c: 0 for c in verdict_lib.CATEGORIES}
+  counts[""] = 0
+  for row in table.rows:
+    records = row_results(table, row, workdir, archive)
+    counts[runner.judge_row(row, records, stored_floors).counted] += 1
+  return counts
+
+
+def _floors_lines(stored: dict) -> list[str]:
+  """The index's lines on the floors: what they are and the file they come from."""
+  path = os.path.relpath(floors_lib.PATH, runner.ROOT)
+  lines = ["## Floors", "",
+           "A floor is what a model without memory scores (`experiments/reproduce/floors.py`): "
+           "the synthetic tasks' no-memory loss (recorded with every run), chance accuracy "
+           "(10 %) on the image tasks, and the values below, computed from the data on the "
+           "test split (music: NLL per frame, frame-weighted, fitted on the training split; "
+           "the floor is the lower of the two)."]
+  if not stored:
+    return lines + ["", f"`{path}` is missing: run `python -m experiments.reproduce.floors`."]
+  info = floors_lib.load_info()
+  lines += ["", "| data | floor | value |", "|---|---|---|"]
+  for task, values in sorted(stored.items()):
+    lines += [f"| {task} | {k} | {v:.4g} |" for k, v in sorted(values.items())]
+  lines += ["", f"Written to `{path}` by `{info.get('command')}` at commit "
+                f"{info.get('commit')} on {info.get('machine')}, {info.get('date')}."]
+  return lines
+
+
+def write_index(tables: dict, workdir: str, out_dir: str) -> str:
+  """Writes ``<out_dir>/README.md``: every table with its rows counted per verdict, the
+  verdicts' definitions and the floors."""
+  stored = floors_lib.load()
+  order = list(verdict_lib.CATEGORIES)
+  lines = ["# Reproduction of the papers' tables", "",
+           "One page per table of the four source papers. Every numeric cell of a table is a "
+           "row (`experiments/reproduce/tables/`) with the config that runs it; a page shows "
+           "the paper's value, the task's floor and ours, or why a row cannot run here (no "
+           "data, a model lvf_jax does not implement, or the budget of a GPU row, which "
+           "`--include-blocked` runs anyway). Every figure on a page is a per-seed record "
+           "archived in `results/` (one JSON file per table), and "
+           "`python -m experiments.reproduce all --report-only` rebuilds every page from "
+           "those records alone; `python -m experiments.reproduce <table>` runs a table "
+           "(resumable).", "", "## Verdicts", "",
+           f"Each judged metric is compared as the mean over seeds with a tolerance: the larger "
+           f"of two standard errors over the seeds and {100 * verdict_lib.REL_TOL:g} % of the "
+           "paper's value (of its error rate, 100 − accuracy, for an accuracy; of the floor's "
+           "value against the floor); with one seed the relative tolerance alone. A computed "
+           "quantity meets when it rounds to the paper's printed digits. The categories, "
+           "decided in the order not run, at floor, partial, misses, beats, meets:", "",
+           *[f"- `{c}`: {verdict_lib.CATEGORIES[c]}." for c in order], "",
+           "| table | paper | rows | " + " | ".join(order) + " | stand-in |",
+           "|---|---|---|" + "---|" * (len(order) + 1)]
+  totals = {c: 0 for c in order + [""]}
+  for t in tables.values():
+    counts = count_rows(t, workdir, out_dir, stored)
+    for c in totals:
+      totals[c] += counts[c]
+    lines.append(f"| [{t.id}]({t.id}.md) Table {t.number} | {t.citation} | {len(t.rows)} | "
+                 + " | ".join(str(counts[c]) for c in order) + f" | {counts['']} |")
+  lines.append(f"| all | | {sum(len(t.rows) for t in tables.values())} | "
+               + " | ".join(str(totals[c]) for c in order) + f" | {totals['']} |")
+  lines += ["", "A stand-in row runs a table's models on a dataset the paper did not use "
+                "(no paper value, no verdict).", "", *_floors_lines(stored)]
+  os.makedirs(out_dir, exist_ok=True)
+  path = os.path.join(out_dir, "README.md")
+  with open(path, "w") as f:
+    f.write("\n".join(lines) + "\n")
+  return path
