@@ -33,7 +33,8 @@ T = 200
 PRESETS = {
     "lvf": dict(hidden=128, cell=dict(integrator="midpoint", tau=15.0, activation="modrelu",
                                       div_penalty=10.0),
-                optim=dict(optimizer="adam", learning_rate=3e-4, lr_vector_field=1e-5)),
+                optim=dict(optimizer="adam", learning_rate=1e-3, lr_vector_field=1e-5,
+                           clip_norm=1.0)),
     "lvf_divfree": dict(model="lvf", hidden=128,
                         cell=dict(integrator="midpoint", tau=15.0, activation="modrelu",
                                   divergence_free=True),

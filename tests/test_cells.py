@@ -89,6 +89,34 @@ def test_lvf_divergence_free_midpoint_is_orthogonal_cayley():
   np.testing.assert_allclose(k, cay.T, atol=1e-5)
 
 
+def test_lvf_separate_divergence_is_the_midpoint_map_of_its_field():
+  """With ``separate_divergence`` the kernel is eq. 16 of the field whose divergence-free
+  part is ``vector_field``'s and whose eq. 8 divergence is the parameter (mean removed)."""
+  tau = 1.3
+  cell = cells.LVFRNNCell(N, integrator="midpoint", tau=tau, separate_divergence=True)
+  variables, _, _, _ = init_apply(cell)
+  assert variables["params"]["vector_field_divergence"].shape == (N,)
+  rng = np.random.default_rng(5)
+  v = rng.uniform(size=(N, N)) * (1 - np.eye(N))
+  a = 0.05 * rng.standard_normal(N)
+  variables = replace_param(replace_param(variables, "vector_field", v),
+                            "vector_field_divergence", a)
+  k = _np(kernel_of(cell, variables)["kernel"])
+  # independent construction: v's divergence-free part by the closed form of the projection
+  # (V + grad(div V) / 2n), then the gradient field of divergence a - mean(a)
+  _, div_v = np_directional_derivative(v)
+  ac = a - a.mean()
+  field = v + (div_v[:, None] - div_v[None, :]) / (2 * N) - (ac[:, None] - ac[None, :]) / (2 * N)
+  d, div = np_directional_derivative(field)
+  np.testing.assert_allclose(div, ac, atol=1e-12)
+  eye = np.eye(N)
+  np.testing.assert_allclose(k, np.linalg.solve(eye + tau / 2 * d, eye - tau / 2 * d).T,
+                             atol=1e-5)
+  assert np.abs(k.T @ k - eye).max() > 1e-3  # a non-zero divergence: not orthogonal
+  with pytest.raises(ValueError, match="'separate_divergence' and 'divergence_free'"):
+    init_apply(cells.LVFRNNCell(N, separate_divergence=True, divergence_free=True))
+
+
 def test_lvf_fixes_constants_and_centred_input_init_keeps_the_mean_state_at_zero():
   """``D_V 1 = 0`` (eq. 15), so ``C_V 1 = 1``: a linear recurrence adds the inputs' mean
   drive at every step (NumPy loop), unless ``U`` starts centred over the hidden units."""

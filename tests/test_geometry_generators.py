@@ -271,3 +271,37 @@ def test_generators_jit_and_vmap_match_eager():
     eager = jnp.stack([fn(x) for x in v])
     np.testing.assert_allclose(jax.jit(fn)(v), eager, atol=1e-6)
     np.testing.assert_allclose(jax.vmap(fn)(v), eager, atol=1e-6)
+
+
+@given(sizes, seeds)
+def test_with_divergence_sets_eq8_divergence_and_keeps_the_divergence_free_part(n, seed):
+  v = np_field(n, seed)
+  a = np.random.default_rng(seed + 1).standard_normal(n)
+  w = np.asarray(g.with_divergence(jnp.asarray(v), jnp.asarray(a, jnp.float32)), np.float64)
+  np_div = w.sum(axis=0) - w.sum(axis=1)  # eq. 8 in NumPy
+  # float32 sums of n entries of size <= max|a|/n + max|v|: n ulps of the largest term
+  tol = 4 * n * float(np.finfo(np.float32).eps) * (1 + np.abs(a).max() + np.abs(v).max())
+  np.testing.assert_allclose(np_div, a - a.mean(), atol=tol)
+  np.testing.assert_allclose(np.diag(w), 0.0, atol=tol)
+  np.testing.assert_allclose(g.project_divergence_free(jnp.asarray(w, jnp.float32)),
+                             g.project_divergence_free(jnp.asarray(v)), atol=tol)
+  # (v, div v) gives v back: every field is reached
+  back = g.with_divergence(jnp.asarray(v), g.divergence(jnp.asarray(v)))
+  np.testing.assert_allclose(back, v * (1 - np.eye(n)), atol=tol)
+
+
+@given(sizes, seeds, st.floats(min_value=0.1, max_value=20.0))
+def test_midpoint_radius_is_bounded_by_the_largest_divergence(n, seed, tau):
+  """Bendixson: Re lambda(D_V) >= -max_i (div V)_i, so the midpoint map's spectral radius is
+  at most (1 + tau m / 2) / (1 - tau m / 2), m = max_i |(div V)_i|, while tau m < 2."""
+  v = np_field(n, seed)
+  v = np.asarray(g.with_divergence(jnp.asarray(v), jnp.asarray(
+      np.random.default_rng(seed).standard_normal(n) * 0.5 / (tau * n), jnp.float32)),
+      np.float64)
+  div = v.sum(axis=0) - v.sum(axis=1)
+  d = (v.T - v) - np.diag(div)
+  m = np.abs(div).max()
+  eye = np.eye(n)
+  c = np.linalg.solve(eye + tau / 2 * d, eye - tau / 2 * d)
+  radius = np.abs(np.linalg.eigvals(c)).max()
+  assert radius <= (1 + tau * m / 2) / (1 - tau * m / 2) * (1 + 1e-9)

@@ -499,3 +499,35 @@ def test_resume_equals_uninterrupted_on_ptb(tfds_dir, tmp_path):
   assert [r["step"] for r in ra if r["split"] == "train"] == list(range(1, 6))
   np.testing.assert_allclose([r["loss"] for r in ra if r["split"] == "train"],
                              [r["loss"] for r in rb if r["split"] == "train"], rtol=1e-6)
+
+
+@_needs("jsb")
+def test_frame_weighted_training_nll_weighs_every_training_frame_alike(tfds_dir):
+  """Over one epoch at batch 1, the mean of the 'frame_weighted' training losses is the
+  training split's NLL per frame (long pieces weigh more); 'per_frame' averages the pieces."""
+  c = toy("jsb", "rnn", tfds_dir, max_len=None, max_train_examples=4, train_nll="frame_weighted")
+  c.train.batch_size = 1
+  p = builders.build_pipeline(c)
+  model = p.build_model(c)
+  variables = builders.init_variables(model, p, jax.random.PRNGKey(2))
+  weighted, per_frame, total, frames = [], [], 0.0, 0
+  for step in range(4):  # one epoch: every training piece once
+    batch = jax.tree_util.tree_map(jnp.asarray, p.host_batch(step))
+    (out, _), _ = p.forward(model, variables, batch, None, deterministic=True, rngs={},
+                            mutable=["losses"])
+    weighted.append(float(p.train_loss(out, batch)))
+    per_frame.append(float(p.loss(out, batch)))
+    n = float(np.sum(batch["mask"]))
+    total, frames = total + per_frame[-1] * n, frames + n
+  lengths = [len(np.asarray(r["roll"])) - 1 for r in p.train.records(range(4))]
+  assert len(set(lengths)) > 1
+  assert p.mean_train_frames() == pytest.approx(np.mean(lengths))
+  # float32 sums over a few hundred frames of 88 keys: relative rounding well under 1e-5
+  assert np.mean(weighted) == pytest.approx(total / frames, rel=1e-5)
+  np.testing.assert_allclose(weighted, np.multiply(per_frame, lengths) / np.mean(lengths),
+                             rtol=1e-5)
+
+
+def test_train_nll_rejects_unknown_weightings_and_speech(tfds_dir):
+  with pytest.raises(ValueError, match=r"'train_nll' must be 'per_frame' or 'frame_weighted'"):
+    builders.build_pipeline(toy("jsb", "rnn", tfds_dir, train_nll="per_piece"))

@@ -59,6 +59,13 @@ class LVFRNNCell(base.KernelCell):
     input_init_scale: factor ``> 0`` on the input kernel's initial draw (default 1). A
       divergence-free map keeps every input, so the state's norm at initialisation grows
       with ``T`` in proportion to the input kernel's scale.
+    separate_divergence: parametrise the field by its divergence-free part and its
+      divergence (:func:`lvf_jax.geometry.with_divergence`): ``vector_field`` gives the
+      divergence-free part and the ``n``-vector ``vector_field_divergence`` (initialised
+      at zero) gives ``div V``. The same space of fields; an optimiser step of size ``lr``
+      per entry then moves each ``(div V)_i`` by about ``lr``, where a step on ``V`` itself
+      moves it by up to ``2 (n - 1) lr`` (eq. 8 sums ``2 (n - 1)`` entries). Not with
+      ``divergence_free``.
   """
 
   integrator: str = "euler"
@@ -71,6 +78,7 @@ class LVFRNNCell(base.KernelCell):
   bias_init: Optional[base.Initializer] = None
   center_input_init: bool = False
   input_init_scale: float = 1.0
+  separate_divergence: bool = False
 
   def setup(self):
     name = type(self).__name__
@@ -81,6 +89,12 @@ class LVFRNNCell(base.KernelCell):
     base.check_nonnegative_number(name, "div_penalty", self.div_penalty)
     v_init = self.vector_field_init or geometry.doubly_stochastic()
     self.vector_field = self.param("vector_field", v_init, (n, n), self.param_dtype)
+    if self.separate_divergence:
+      if self.divergence_free:
+        raise ValueError(f"{name}: 'separate_divergence' and 'divergence_free' exclude each "
+                         "other (the divergence would be projected away); got both True.")
+      self.divergence = self.param("vector_field_divergence", nn.initializers.zeros, (n,),
+                                   self.param_dtype)
     self.bias = self.param("bias", self.bias_init or base.activation_bias_init(self.activation),
                            (n,), self.param_dtype)
     base.check_positive_number(name, "input_init_scale", self.input_init_scale)
@@ -92,8 +106,11 @@ class LVFRNNCell(base.KernelCell):
                                       param_dtype=self.param_dtype, owner=name)
 
   def field(self) -> Array:
-    """The effective vector field (projected when ``divergence_free``)."""
+    """The effective vector field (projected when ``divergence_free``; the divergence-free
+    part of ``vector_field`` with the divergence parameter when ``separate_divergence``)."""
     v = self.vector_field
+    if self.separate_divergence:
+      return geometry.with_divergence(v, self.divergence)
     return geometry.project_divergence_free(v) if self.divergence_free else v
 
   def recurrent_matrix(self) -> Array:

@@ -162,6 +162,30 @@ def project_divergence_free(v: Array) -> Array:
   return v + grad(divergence(v)) / (2 * n)
 
 
+def with_divergence(v: Array, a: Array) -> Array:
+  """The divergence-free part of ``v`` plus the gradient field of divergence ``a - mean(a)``.
+
+  ``project_divergence_free(v) - grad(a - mean(a)) / (2 n)``: since ``div grad(x) / (2 n) =
+  -x`` for every ``x`` with zero sum, the result has ``div = a - mean(a)`` and the same
+  divergence-free part as ``v`` (the Frobenius-orthogonal split of ``vf_n`` into
+  ``{div = 0}`` and the gradient fields, lvfRNN eqs. 7-8). Every field of ``vf_n`` is
+  reached, by ``(v, div v)``.
+
+  Args:
+    v: vector field ``(..., n, n)``.
+    a: divergence ``(..., n)`` (its mean is removed: a divergence sums to zero).
+
+  Returns:
+    the field ``(..., n, n)``.
+  """
+  n = _checks.check_matrix("with_divergence", "v", v)
+  if jnp.shape(a)[-1:] != (n,):
+    raise ValueError(f"with_divergence: argument 'a' must have shape (..., {n}); got shape "
+                     f"{_checks.shape_of(a)}.")
+  a = a - jnp.mean(a, axis=-1, keepdims=True)
+  return project_divergence_free(v) - grad(a) / (2 * n)
+
+
 # ------------------------------------------------------------- other generators
 
 

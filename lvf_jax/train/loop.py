@@ -132,7 +132,7 @@ def make_train_step(model, pipeline, tx, *, dtriv_every: int = 0, dtriv_orthonor
       (outputs, new_carry), mutated = pipeline.forward(
           model, variables, batch, carry, deterministic=False, rngs={"dropout": dropout_key},
           mutable=["losses"])
-      task_loss = pipeline.loss(outputs, batch)
+      task_loss = pipeline.train_loss(outputs, batch)
       reg = regularization_loss(mutated)
       return task_loss + reg, (task_loss, reg, outputs, new_carry)
 

@@ -44,9 +44,10 @@ class Pipeline:
 
   Subclasses set ``name``, ``input_size``, ``output_size``, ``seq_len`` and implement
   ``describe``, ``baseline_loss``, ``build_model``, ``eval_batches``, ``loss``, ``metrics``
-  and either ``train_batch`` (jit-able, ``host_fed = False``) or ``host_batch``
-  (``host_fed = True``). Batches must be a pure function of the step (and the seed) so
-  that a resumed run continues exactly as an uninterrupted one.
+  (``train_loss`` when training minimises another weighting of ``loss``) and either
+  ``train_batch`` (jit-able, ``host_fed = False``) or ``host_batch`` (``host_fed = True``).
+  Batches must be a pure function of the step (and the seed) so that a resumed run
+  continues exactly as an uninterrupted one.
   """
 
   host_fed: bool = False
@@ -81,6 +82,10 @@ class Pipeline:
     outputs, mutated = apply_model(model, variables, batch.inputs,
                                    deterministic=deterministic, rngs=rngs, mutable=mutable)
     return (outputs, None), mutated
+
+  def train_loss(self, outputs: Array, batch) -> Array:
+    """The loss a training step minimises (default: the evaluation's ``loss``)."""
+    return self.loss(outputs, batch)
 
   def eval_metrics(self, outputs: Array, batch) -> dict[str, Array]:
     """Metrics of an evaluation batch (default: those of training, ``metrics``)."""

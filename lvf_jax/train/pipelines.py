@@ -348,6 +348,8 @@ class LanguageModelPipeline(_HostPipeline):
 
 
 _SEQ_NLL, _SEQS = "sequence_nll_sum_per_frame", "sequences_per_frame"
+#: ``train_nll`` options of :class:`NextStepPipeline`.
+TRAIN_NLL = ("per_frame", "frame_weighted")
 
 
 class NextStepPipeline(_HostPipeline):
@@ -365,6 +367,13 @@ class NextStepPipeline(_HostPipeline):
     max_len: crop every sequence to its first ``max_len`` predicted frames (default None =
       whole sequences; for smoke tests and quick runs).
     mse_per: speech only: 'element' (default; mean over frames and bins) or 'frame'.
+    train_nll: music only: the NLL a training step minimises. 'per_frame' (default): the
+      batch's mean frame NLL, so every batch (one piece at batch 1) weighs the same whatever
+      its length; 'frame_weighted': the batch's NLL summed over its frames, divided by the
+      constant ``batch_size * (mean predicted frames of a training piece)``, so that every
+      frame weighs the same, as in the evaluation's ``loss`` (the summed NLL of the TCN
+      reference code, Bai, Kolter, Koltun 2018, arXiv:1803.01271, scaled to keep the
+      learning rate's meaning).
     standardize_inputs: speech only: feed the model ``(x - mean) / std`` with the per-bin
       statistics of the training frames (default False). The targets and the metric keep
       their units.
@@ -378,7 +387,8 @@ class NextStepPipeline(_HostPipeline):
 
   def __init__(self, config, name: str, *, pad_multiple: int = 32,
                max_len: Optional[int] = None, mse_per: str = "element",
-               standardize_inputs: bool = False, center_targets: bool = False,
+               train_nll: str = "per_frame", standardize_inputs: bool = False,
+               center_targets: bool = False,
                in_memory: bool = True,
                data_dir: Optional[str] = None, tfds_dir: Optional[str] = None,
                max_train_examples: Optional[int] = None,
@@ -393,6 +403,9 @@ class NextStepPipeline(_HostPipeline):
     if mse_per not in ("element", "frame"):
       _fail(where, "mse_per", mse_per, "'element' or 'frame'")
     self.mse_per = mse_per
+    if train_nll not in TRAIN_NLL:
+      _fail(where, "train_nll", train_nll, " or ".join(repr(t) for t in TRAIN_NLL))
+    self.train_nll = train_nll
     self._load = functools.partial(data_lib.load, name, data_dir=data_dir, tfds_dir=tfds_dir,
                                    download=bool(download), pad_multiple=self.pad_multiple,
                                    in_memory=bool(in_memory))
@@ -410,6 +423,8 @@ class NextStepPipeline(_HostPipeline):
       frames = self._train_frames()
       self.frame_mean = frames.mean(axis=0).astype(np.float32)
       self.frame_std = np.maximum(frames.std(axis=0), 1e-3).astype(np.float32)
+    if self.train_nll != "per_frame" and not self.is_music:
+      _fail(where, "train_nll", train_nll, "'per_frame' for a speech data set")
     self._check_epoch(self.batches_per_epoch, "training split")
 
   def _crop(self, ds: data_lib.Dataset, n: Optional[int]) -> data_lib.Dataset:
@@ -494,6 +509,18 @@ class NextStepPipeline(_HostPipeline):
     if self.is_music:
       return data_lib.music_nll(outputs, batch["targets"], batch["mask"])
     return data_lib.masked_mse(outputs, batch["targets"], batch["mask"], per=self.mse_per)
+
+  def train_loss(self, outputs: Array, batch) -> Array:
+    if self.train_nll == "per_frame":
+      return self.loss(outputs, batch)
+    frames = jnp.sum(batch["mask"].astype(outputs.dtype))
+    scale = frames / (outputs.shape[0] * self.mean_train_frames())
+    return self.loss(outputs, batch) * scale.astype(outputs.dtype)
+
+  @functools.lru_cache(maxsize=None)
+  def mean_train_frames(self) -> float:
+    """Mean number of predicted frames of a training sequence."""
+    return float(len(self._train_frames()) / len(self.train))
 
   def metrics(self, outputs: Array, batch) -> dict:
     del outputs, batch

@@ -8,14 +8,15 @@ Each released model is a directory ``lvf_jax/zoo/models/<name>/`` with
 * ``card.json`` / ``README.md``: the model card: paper, table and row, data, the metric of
   the run and the paper's value, the command and commit that trained it, and ``check``: the
   metric re-measured on a fixed evaluation slice (``check.overrides`` applied to the config,
-  ``check.split``), which :func:`evaluate` recomputes.
+  ``check.split``), which :func:`evaluate` recomputes, and ``check.tolerance``: the relative
+  change of each metric that rounding alone can cause (:func:`rounding_tolerance`).
 
 Example::
 
   from lvf_jax import zoo
-  model, variables, config = zoo.load("lvf-t4-copy-lvf")
-  print(zoo.card("lvf-t4-copy-lvf")["result"])
-  print(zoo.evaluate("lvf-t4-copy-lvf"))   # {'loss': ..., 'accuracy': ...}
+  model, variables, config = zoo.load("lvf-t3-jsb-lvf")
+  print(zoo.card("lvf-t3-jsb-lvf")["result"])
+  print(zoo.evaluate("lvf-t3-jsb-lvf"))   # {'loss': ...}
   model, variables, config = zoo.load_run("runs/my_run")  # a training workdir's best step
 
 Real-data models read their data from ``$LVF_JAX_DATA_DIR`` like every pipeline.
@@ -31,6 +32,7 @@ from typing import Any, Optional
 import flax
 import jax
 import ml_collections
+import numpy as np
 
 MODELS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
 CONFIG, VARIABLES, CARD, README = "config.json", "variables.msgpack", "card.json", "README.md"
@@ -122,6 +124,60 @@ def _evaluate_config(c: ml_collections.ConfigDict, variables: dict, split: str) 
   return loop.evaluate(eval_step, pipeline, params, extras, split)
 
 
+#: Safety factor of :func:`rounding_tolerance` over the largest change it measures.
+TOLERANCE_SAFETY = 2.0
+#: Random perturbations :func:`rounding_tolerance` draws.
+TOLERANCE_DRAWS = 4
+
+
+def _perturbed(variables: dict, eps: float, rng: np.random.Generator) -> dict:
+  """``variables`` with every floating entry ``w`` replaced by ``w (1 + eps s)``, ``s = +-1``."""
+
+  def one(a):
+    a = np.asarray(a)
+    if not np.issubdtype(a.dtype, np.floating):
+      return a
+    signs = rng.choice(np.asarray([-1.0, 1.0]), size=a.shape)
+    return (a.astype(np.float64) * (1 + eps * signs)).astype(a.dtype)
+
+  return jax.tree_util.tree_map(one, variables)
+
+
+def rounding_tolerance(c: ml_collections.ConfigDict, variables: dict, split: str, *,
+                       draws: Optional[int] = None, seed: int = 0) -> dict[str, float]:
+  """The relative change of each metric that rounding alone can cause, per metric.
+
+  Another BLAS (CPU kind, thread count) sums in another order: a product of length ``n``
+  then differs by about ``sqrt(n)`` units in the last place (``u``, the dtype's machine
+  epsilon / 2) per entry. A long recurrence amplifies that, by a factor the model and its
+  data set. This measures the amplification: every floating parameter is multiplied by
+  ``1 + eps s`` with random signs ``s`` and ``eps = sqrt(n) u`` (``n`` the hidden size),
+  ``draws`` times, and the tolerance of a metric is :data:`TOLERANCE_SAFETY` times the
+  largest relative change of the metric over the draws.
+
+  Args:
+    c: the evaluation config (the card's overrides applied).
+    variables: the model's variables.
+    split: the evaluated split.
+    draws: number of random perturbations (default :data:`TOLERANCE_DRAWS`).
+    seed: seed of their signs.
+
+  Returns:
+    ``{metric: relative tolerance}`` for every metric of the evaluation.
+  """
+  leaves = [np.asarray(a) for a in jax.tree_util.tree_leaves(variables)]
+  dtype = next(a.dtype for a in leaves if np.issubdtype(a.dtype, np.floating))
+  eps = float(np.sqrt(int(c.model.hidden)) * np.finfo(dtype).eps / 2)
+  base = _evaluate_config(c, variables, split)
+  rng = np.random.default_rng(seed)
+  worst = {k: 0.0 for k in base}
+  for _ in range(TOLERANCE_DRAWS if draws is None else draws):
+    got = _evaluate_config(c, _perturbed(variables, eps, rng), split)
+    for k, v in base.items():
+      worst[k] = max(worst[k], abs(got[k] - v) / max(abs(v), 1e-30))
+  return {k: TOLERANCE_SAFETY * w for k, w in worst.items()}
+
+
 def evaluate(name: str, *, data_overrides: Optional[dict] = None) -> dict[str, float]:
   """Re-measures ``name`` on the fixed evaluation slice of its card.
 
@@ -169,7 +225,9 @@ def _card_markdown(info: dict) -> str:
            f"| date | {r['date']} |", "",
            f"Check: on `{info['check']['split']}` with `{info['check']['overrides']}` the "
            f"model scores `{info['check']['metrics']}` (recomputed by "
-           f"`lvf_jax.zoo.evaluate('{info['name']}')`).", ""]
+           f"`lvf_jax.zoo.evaluate('{info['name']}')`), to within the relative "
+           f"tolerances `{info['check'].get('tolerance', {})}` that rounding alone can "
+           "cause (`lvf_jax.zoo.rounding_tolerance`).", ""]
   return "\n".join(lines)
 
 
@@ -199,11 +257,30 @@ def release(name: str, run_dir: str, *, info: dict, check_overrides: dict,
   shutil.copyfile(src, os.path.join(out, VARIABLES))
   c = _read_config(os.path.join(out, CONFIG))
   _set_fields(c, check_overrides)
-  metrics = _evaluate_config(c, _variables(os.path.join(out, VARIABLES)), check_split)
-  full = {"name": name, **info, "check": {"split": check_split, "overrides": check_overrides,
-                                          "metrics": metrics}}
+  variables = _variables(os.path.join(out, VARIABLES))
+  metrics = _evaluate_config(c, variables, check_split)
+  full = {"name": name, **info, "check": {
+      "split": check_split, "overrides": check_overrides, "metrics": metrics,
+      "tolerance": rounding_tolerance(c, variables, check_split)}}
+  _write_card(out, full)
+  return out
+
+
+def _write_card(out: str, full: dict) -> None:
   with open(os.path.join(out, CARD), "w") as f:
     json.dump(full, f, indent=2)
+    f.write("\n")
   with open(os.path.join(out, README), "w") as f:
     f.write(_card_markdown(full))
-  return out
+
+
+def refresh_tolerance(name: str, *, data_overrides: Optional[dict] = None) -> dict:
+  """Re-measures ``check.tolerance`` of the released ``name`` and rewrites its card."""
+  full = card(name)
+  info = full["check"]
+  c = config(name)
+  _set_fields(c, {**info["overrides"], **(data_overrides or {})})
+  info["tolerance"] = rounding_tolerance(c, _variables(os.path.join(_dir(name), VARIABLES)),
+                                         info["split"])
+  _write_card(_dir(name), full)
+  return info["tolerance"]

@@ -1,0 +1,60 @@
+"""The released models' check tolerances: derived from rounding, and able to fail."""
+
+import numpy as np
+
+from lvf_jax import zoo
+
+# A synthetic-task model: its evaluation needs no data set.
+SYNTHETIC = "ncgru-t3-adding-scornn-t400"
+
+
+def _evaluation(name):
+  info = zoo.card(name)["check"]
+  c = zoo.config(name)
+  zoo._set_fields(c, info["overrides"])
+  variables = zoo._variables(zoo.os.path.join(zoo._dir(name), zoo.VARIABLES))
+  return c, variables, info["split"]
+
+
+def test_every_card_states_a_tolerance_for_each_checked_metric():
+  for name in zoo.names():
+    check = zoo.card(name)["check"]
+    assert set(check["tolerance"]) >= set(check["metrics"]), name
+    assert all(0 <= t < 0.5 for t in check["tolerance"].values()), name
+
+
+def test_perturbation_changes_each_float_entry_by_eps_and_keeps_dtypes():
+  variables = {"params": {"w": np.full((3, 4), 2.0, np.float32),
+                          "steps": np.arange(3, dtype=np.int32)}}
+  out = zoo._perturbed(variables, 1e-3, np.random.default_rng(0))
+  assert out["params"]["w"].dtype == np.float32
+  np.testing.assert_allclose(np.abs(out["params"]["w"] - 2.0), 2e-3, rtol=1e-3)
+  np.testing.assert_array_equal(out["params"]["steps"], variables["params"]["steps"])
+
+
+def test_tolerance_is_what_rounding_can_do_and_a_real_change_exceeds_it():
+  """The tolerance is the safety factor times the largest relative change under one-ulp-
+  scale perturbations; weights changed by 1e-3 (far above rounding) move the loss by more
+  than the stored tolerance, so the card check can fail."""
+  c, variables, split = _evaluation(SYNTHETIC)
+  tol = zoo.rounding_tolerance(c, variables, split, draws=2)
+  assert set(tol) >= {"loss"}
+  assert tol["loss"] > 0  # a 400-step recurrence amplifies rounding measurably
+  base = zoo._evaluate_config(c, variables, split)["loss"]
+  changed = zoo._evaluate_config(
+      c, zoo._perturbed(variables, 1e-3, np.random.default_rng(1)), split)["loss"]
+  assert abs(changed / base - 1) > zoo.card(SYNTHETIC)["check"]["tolerance"]["loss"]
+
+
+def test_refresh_rewrites_the_card_tolerance(tmp_path, monkeypatch):
+  import shutil
+  src = zoo._dir(SYNTHETIC)
+  shutil.copytree(src, tmp_path / SYNTHETIC)
+  monkeypatch.setattr(zoo, "MODELS_DIR", str(tmp_path))
+  monkeypatch.setattr(zoo, "TOLERANCE_DRAWS", 1)
+  card = zoo.card(SYNTHETIC)
+  card["check"]["tolerance"] = {"loss": -1.0}
+  zoo._write_card(str(tmp_path / SYNTHETIC), card)
+  got = zoo.refresh_tolerance(SYNTHETIC)
+  assert zoo.card(SYNTHETIC)["check"]["tolerance"] == got
+  assert got["loss"] >= 0
