@@ -148,7 +148,8 @@ def row_results(table: Table, row: Row, workdir: str, archive: Optional[dict] = 
       by_seed[int(seed)] = r
   for r in runner.results_of_row(table, row, workdir):
     if archive_lib.supersedes(r, by_seed.get(int(r["seed"]))):
-      by_seed[int(r["seed"])] = r
+      by_seed[int(r["seed"])] = _with_curve(
+          row, runner.row_dir(table, row, workdir, r["seed"]), r)
   return [by_seed[k] for k in sorted(by_seed)]
 
 
