@@ -121,7 +121,7 @@ def _task_loss(row: Row) -> Optional[float]:
   """The no-memory loss of a synthetic row's task, from its config."""
   from experiments.reproduce import runner  # pylint: disable=g-import-not-at-top
   from lvf_jax import tasks  # pylint: disable=g-import-not-at-top
-  c = runner.row_config(row)
+  c = runner.preset_config(row)
   if c.task.name not in tasks.TASKS:
     return None
   return float(tasks.get_task(c.task.name, **c.task.options.to_dict()).baseline_loss())
@@ -132,7 +132,7 @@ def task_name(row: Row) -> str:
   if row.config is None:
     return ""
   from experiments.reproduce import runner  # pylint: disable=g-import-not-at-top
-  return str(runner.row_config(row).task.name)
+  return str(runner.preset_config(row).task.name)
 
 
 def of_row(row: Row, records: list, stored: Optional[dict] = None) -> dict:

@@ -53,6 +53,15 @@ def load_config(spec: str):
   return module.get_config(preset)
 
 
+def preset_config(row: Row):
+  """The config of ``row``'s preset with its overrides: the model, task and budget as the
+  row's table states them, before a run's seed and step count."""
+  c = load_config(row.config)
+  for key, value in row.overrides.items():
+    set_field(c, key, value)
+  return c
+
+
 def row_config(row: Row, *, seed: int = 0, steps: Optional[int] = None, smoke: bool = False):
   """The config of ``row``: its preset, its overrides, the seed and the step budget.
 
@@ -493,7 +502,7 @@ def budget_of(row: Row, records: list) -> Optional[int]:
   recorded = [r.get("budget_steps") for r in records if r.get("budget_steps")]
   if recorded:
     return int(recorded[0])
-  return int(row_config(row).train.steps) if row.config else None
+  return int(preset_config(row).train.steps) if row.config else None
 
 
 def judge_row(row: Row, records: list, stored_floors: Optional[dict] = None
