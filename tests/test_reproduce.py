@@ -328,6 +328,21 @@ def test_floors_of_music_and_ptb_are_the_papers_no_memory_models():
       "test_accuracy": (10.0, "chance")}
 
 
+def test_the_last_step_comes_from_the_record_or_its_curve():
+  """A record's last validation (its ``last`` metrics, else its curve's last point) is the
+  page's last-step value; a record with neither shows a dash."""
+  curve = {"curve": {"split": "validation", "points": [[10, 0.5], [20, 0.25]]}}
+  assert pages.last_cell("test_loss", [curve]) == "0.25 (step 20)"
+  assert pages.last_cell("test_bpc", [curve]) == pages.summarize([0.25 / math.log(2)],
+                                                                 "test_bpc") + " (step 20)"
+  last = {"last": {"step": 30, "metrics": {"val_loss": 0.125, "val_accuracy": 0.9}}}
+  assert pages.last_cell("test_accuracy", [last]) == "90.0 % (step 30)"
+  assert pages.last_cell("test_accuracy", [curve]) == pages.NO_VALUE
+  assert pages.last_cell("test_loss", [curve, {"metrics": {}}]) == pages.NO_VALUE
+  train = {"curve": {"split": "train", "points": [[5, 0.75]]}}
+  assert pages.last_cell("min_train_loss", [train]) == "0.75 (step 5)"
+
+
 def test_a_run_note_cites_a_record_that_holds_its_numbers(tmp_path):
   record = {"steps": 10000, "best_validation_step": 6600,
             "metrics": {"test_loss": 2.55e-5, "test_accuracy": 0.954}}

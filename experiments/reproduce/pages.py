@@ -69,7 +69,8 @@ def last_value(metric: str, record: dict) -> Optional[float]:
   last = (record.get("last") or {}).get("metrics", {})
   value = last.get(key)
   curve = record.get("curve") or {}
-  if value is None and key == f"{curve.get('split', '')[:5]}_loss" and curve.get("points"):
+  curve_key = {"validation": "val_loss", "train": "train_loss"}.get(curve.get("split"))
+  if value is None and key == curve_key and curve.get("points"):
     value = curve["points"][-1][1]
   if value is None:
     return None
