@@ -115,6 +115,9 @@ def steps_cell(row: Row, records: list) -> str:
   ran = min(int(r["steps"]) for r in records)
   text = f"{ran} of {budget} ({100.0 * ran / budget:.0f} %)" if budget and ran < budget \
       else str(ran)
+  run_budgets = sorted({int(r["budget_steps"]) for r in records if r.get("budget_steps")})
+  if budget and run_budgets and run_budgets != [budget]:
+    text += f", the run's budget {' / '.join(str(b) for b in run_budgets)}"
   best = sorted({r.get("best_validation_step") for r in records} - {None})
   if len(best) == 1:
     text += f", best validation at {best[0]}"
