@@ -6,7 +6,11 @@ Cells add their (already weighted) regularisation terms to the ``'losses'`` coll
 * :class:`~lvf_jax.cells.LVFRNNCell`: ``'div_penalty'`` = ``lambda ||div V||^2`` (lvfRNN
   Sec. 4.3);
 * :class:`~lvf_jax.cells.NNRNNCell`: ``'gamma_penalty'`` = ``delta sum_i (gamma_i - 1)^2``
-  and ``'t_decay'`` = ``t_decay ||T||_F^2`` (nnRNN Sec. 4).
+  and ``'t_decay'`` = ``t_decay ||T||_F^2`` (nnRNN Sec. 4);
+* :class:`~lvf_jax.cells.SoftOrthogonalRNNCell`: ``'orthogonality_penalty'`` =
+  ``lambda ||W^T W - I||_F^2`` (Vorontsov et al. 2017);
+* :class:`~lvf_jax.cells.KRUCell`: ``'unitary_penalty'`` = ``lambda sum_f ||W_f^H W_f -
+  I||_F^2`` (Jose et al. 2018).
 
 A term is only sown when its weight is positive. The collection must be marked mutable for
 the terms to be recorded::

@@ -19,6 +19,7 @@ from lvf_jax.cells.lvf import LVFRNNCell
 from lvf_jax.cells.ncgru import NCGRUCell
 from lvf_jax.cells.nnrnn import NNRNNCell
 from lvf_jax.cells.orthogonal import ExpRNNCell, ScoRNNCell
+from lvf_jax.cells.soft import KRUCell, SoftOrthogonalRNNCell
 from lvf_jax.cells.unitary import (EUNNParams, EURNNCell, FullCapacityURNNCell, GORUCell,
                                    URNNCell)
 
@@ -38,6 +39,8 @@ CELLS = {
     "fcurnn": FullCapacityURNNCell,
     "eurnn": EURNNCell,
     "goru": GORUCell,
+    "softorth": SoftOrthogonalRNNCell,
+    "kru": KRUCell,
 }
 
 
@@ -104,7 +107,8 @@ def make_cell(name: str, features: int, **kwargs: Any):
 __all__ = [
     "ACTIVATIONS", "AntisymmetricRNNCell", "CELLS", "EUNNParams", "EURNNCell", "ExpRNNCell",
     "FullCapacityURNNCell", "GORUCell", "GRUCell", "GatedAntisymmetricRNNCell",
-    "InputProjection", "KernelCell", "LSTMCell", "LVFRNNCell", "NCGRUCell", "NNRNNCell",
-    "OrthInitRNNCell", "ScoRNNCell", "StructuredCell", "TanhRNNCell", "URNNCell",
+    "InputProjection", "KRUCell", "KernelCell", "LSTMCell", "LVFRNNCell", "NCGRUCell",
+    "NNRNNCell", "OrthInitRNNCell", "ScoRNNCell", "SoftOrthogonalRNNCell", "StructuredCell",
+    "TanhRNNCell", "URNNCell",
     "OPTION_TYPES", "cell_fields", "cell_options", "compute_dtype", "make_cell",
 ]

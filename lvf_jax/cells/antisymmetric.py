@@ -1,4 +1,5 @@
-"""AntisymmetricRNN (Chang, Chen, Haber & Chi 2019, eqs 12-13)."""
+"""AntisymmetricRNN (Chang, Chen, Haber & Chi 2019, arXiv:1902.09689, eqs 12-13) and its
+ablation model (Sec. 5.4: eq 13 with an unstructured matrix, ``unstructured=True``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ Array = jax.Array
 
 
 def triu_normal(sigma: float, n: int) -> base.Initializer:
-  """``N(0, sigma^2 / n)`` for the packed strictly-upper triangle of ``W``."""
+  """``N(0, sigma^2 / n)`` entries of any shape: the packed strictly-upper triangle of ``W``,
+  or the whole ``W`` of the ablation model (``unstructured=True``)."""
 
   def init(key, shape, dtype=jnp.float32):
     return jax.random.normal(key, tuple(shape), dtype) * (sigma / math.sqrt(n))
@@ -34,11 +36,20 @@ class AntisymmetricRNNCell(base.StructuredCell):
   parameters). Row form: ``h @ K`` with ``K = (W - W^T - gamma I)^T = W^T - W - gamma I``.
   Init: ``V ~ N(0, 1/m)``, ``W ~ N(0, sigma_w^2 / n)``, biases 0.
 
+  ``unstructured=True`` is the paper's ablation model (Sec. 5.4, Table 2): the antisymmetric
+  matrix ``W - W^T`` replaced by an unstructured ``W`` (the parameter ``recurrent``, ``n x n``,
+  column form, ``N(0, sigma_w^2 / n)``), so the recurrent matrix is ``W - gamma I``. The
+  diffusion is kept: the ablation removes only the antisymmetric structure, and with a free
+  ``W`` the term ``-gamma I`` shifts where training starts, not what the model can express
+  (``gamma = 0`` gives the plain ``W``). Its parameter count at ``n = 196`` on pixel
+  CIFAR-10 (``196^2 + 2 (3 + 1) 196 + 10 (196 + 1) = 41,954``) is the table's 42k.
+
   Attributes:
     features: hidden size ``n``.
     epsilon: step size ``eps > 0`` (paper: 0.01, 0.1, 1).
     gamma: diffusion ``gamma >= 0`` (paper: 0.001 ... 1).
     sigma_w: init scale of ``W``.
+    unstructured: an unstructured ``W`` in place of ``W - W^T`` (the ablation model).
   """
 
   epsilon: float = 0.1
@@ -48,6 +59,7 @@ class AntisymmetricRNNCell(base.StructuredCell):
   bias_init: base.Initializer = nn.initializers.zeros_init()
 
   gated: bool = False  # set by GatedAntisymmetricRNNCell
+  unstructured: bool = False
 
   def setup(self):
     name = type(self).__name__
@@ -56,20 +68,27 @@ class AntisymmetricRNNCell(base.StructuredCell):
     base.check_nonnegative_number(name, "gamma", self.gamma)
     base.check_positive_number(name, "sigma_w", self.sigma_w)
     k = 2 if self.gated else 1
-    self.recurrent_triu = self.param("recurrent_triu", triu_normal(self.sigma_w, n),
-                                     (geometry.num_skew_params(n),), self.param_dtype)
+    if self.unstructured:
+      self.recurrent = self.param("recurrent", triu_normal(self.sigma_w, n), (n, n),
+                                  self.param_dtype)
+    else:
+      self.recurrent_triu = self.param("recurrent_triu", triu_normal(self.sigma_w, n),
+                                       (geometry.num_skew_params(n),), self.param_dtype)
     self.input = base.InputProjection(k * n, use_bias=True, kernel_init=self.kernel_init,
                                       bias_init=self.bias_init, param_dtype=self.param_dtype,
                                       owner=name)
 
   def recurrent_matrix(self) -> Array:
-    """``W - W^T - gamma I`` in column form."""
+    """``W - W^T - gamma I`` in column form (``W - gamma I`` with ``unstructured``)."""
     n = self.features
-    w = geometry.skew_from_packed(self.recurrent_triu, n)  # = W - W^T for strictly-upper W
+    if self.unstructured:
+      w = self.recurrent
+    else:
+      w = geometry.skew_from_packed(self.recurrent_triu, n)  # = W - W^T for strictly-upper W
     return w - self.gamma * jnp.eye(n, dtype=w.dtype)
 
   def prepare(self, dtype: Optional[base.Dtype] = None) -> dict[str, Array]:
-    """``{'kernel': (W - W^T - gamma I)^T}``."""
+    """``{'kernel': (W - W^T - gamma I)^T}`` (``(W - gamma I)^T`` with ``unstructured``)."""
     return base.cast_tree({"kernel": self.recurrent_matrix().T}, self._prep_dtype(dtype))
 
   def project_inputs(self, x: Array) -> Any:
@@ -118,7 +137,8 @@ class GatedAntisymmetricRNNCell(AntisymmetricRNNCell):
       h_t = h_{t-1} + eps z_t * tanh((W - W^T - gamma I) h_{t-1} + V_h x_t + b_h)
 
   The antisymmetric matrix is shared by both terms; the input projection ``input`` maps to
-  ``2n`` features ``[V_h | V_z]``.
+  ``2n`` features ``[V_h | V_z]``. With ``unstructured=True`` this is the paper's ablation
+  model (Sec. 5.4): one shared unstructured ``W`` in place of ``W - W^T``.
   """
 
   gated: bool = True

@@ -5,6 +5,14 @@ freely; see ``docs/ARCHITECTURE.md``.
 """
 
 from lvf_jax.geometry.activations import modrelu, modrelu_split
+from lvf_jax.geometry.factored import (
+    gram_penalty,
+    kronecker_apply,
+    kronecker_matrix,
+    kronecker_sizes,
+    margin_matrix,
+    spectral_margin,
+)
 from lvf_jax.geometry.generators import (
     antisymmetric_diffusion,
     antisymmetrize,
@@ -21,6 +29,7 @@ from lvf_jax.geometry.generators import (
     schur_form,
     skew_from_packed,
     skew_from_triu,
+    with_divergence,
 )
 from lvf_jax.geometry.initializers import (
     cayley_init,
@@ -90,12 +99,15 @@ __all__ = [
     "divergence", "doubly_stochastic", "euler", "EUNNRotations", "eunn_apply", "eunn_fft_matrix",
     "eunn_layer", "eunn_matrix", "eunn_rotations",
     "expm", "expm_taylor", "exponential", "fft_pairs", "flux", "get_integrator", "givens_pairs",
-    "grad", "haar_orthogonal", "haar_skew", "haar_unitary", "henaff", "inverse_scaled_cayley",
+    "grad", "gram_penalty", "haar_orthogonal", "haar_skew", "haar_unitary", "henaff",
+    "inverse_scaled_cayley", "kronecker_apply", "kronecker_matrix", "kronecker_sizes",
+    "margin_matrix",
     "midpoint", "modrelu", "modrelu_bias", "modrelu_split", "neumann_inverse_step",
     "neumann_inverse_update", "neumann_product", "num_skew_params", "orthogonal_log",
     "orthogonality_error", "packed_from_skew", "pair_from_complex", "phase",
     "project_divergence_free", "qr_positive", "reflect", "rotation", "rotation_blocks",
     "scaled_cayley", "scaled_normal", "scaling_diagonal", "schur_form", "sinkhorn",
-    "skew_from_packed", "skew_from_triu", "uniform_angle", "URNNFactors", "urnn_apply",
-    "urnn_factors", "urnn_factors_matrix", "urnn_matrix", "urnn_unitary",
+    "skew_from_packed", "skew_from_triu", "spectral_margin", "uniform_angle", "URNNFactors",
+    "urnn_apply",
+    "urnn_factors", "urnn_factors_matrix", "urnn_matrix", "urnn_unitary", "with_divergence",
 ]

@@ -13,16 +13,20 @@ import ml_collections
 from lvf_jax import cells as cells_lib
 from lvf_jax.train.config import make_config, select
 
-__all__ = ["MODELS", "UNITARY_MODELS", "dataset_config", "default_preset"]
+__all__ = ["MODELS", "TABLE_MODELS", "UNITARY_MODELS", "dataset_config", "default_preset"]
 
 
 #: The unitary baselines of the lvfRNN paper's Tables 1-4, configured for the datasets of those
 #: tables (copy, ptb_char, timit, jsb, musedata).
 UNITARY_MODELS = ("urnn", "eurnn", "fcurnn")
+#: Models offered only by the configs of the tables that name them: the soft orthogonal RNN
+#: and KRU (AntisymmetricRNN Table 1, ``configs/mnist.py``, ``configs/pmnist.py``).
+TABLE_MODELS = ("softorth", "kru")
 #: The models every dataset config offers: the library's cells (:data:`lvf_jax.cells.CELLS`)
-#: but the unitary baselines and GORU (a gated unitary cell of the NC-GRU paper's synthetic
-#: tasks only).
-MODELS = tuple(name for name in cells_lib.CELLS if name not in UNITARY_MODELS + ("goru",))
+#: but the unitary baselines, GORU (a gated unitary cell of the NC-GRU paper's synthetic
+#: tasks only) and :data:`TABLE_MODELS`.
+MODELS = tuple(name for name in cells_lib.CELLS
+               if name not in UNITARY_MODELS + TABLE_MODELS + ("goru",))
 
 #: Types of the options whose default is None (so that ``--config.task.options.X=...`` works).
 _OPTION_TYPES = {"data_dir": str, "tfds_dir": str, "max_train_examples": int,
@@ -40,7 +44,9 @@ def default_preset(model: str, hidden: Any, *, optimizer: str = "adam",
   update (NC-GRU Alg. 1, exact inverse every 50 updates); antisymmetric: eps 0.1, gamma 0.01;
   nnrnn: delta 1e-4, T decay 1e-6 (nnRNN copy set-up); urnn / eurnn / fcurnn: the cells'
   reference defaults (EUNN capacity 2; fcurnn's unitary W by the multiplicative Cayley
-  step at ``lr_orth = lr / 10``).
+  step at ``lr_orth = lr / 10``); softorth: spectral margin 1, ``U`` and ``V`` by the
+  multiplicative Cayley step (Vorontsov et al. 2017's geodesic update) at ``lr / 10``; kru:
+  complex ``2 x 2`` factors (Jose et al. 2018's smallest), soft unitary penalty 1e-4.
   """
   n = min(hidden) if isinstance(hidden, (list, tuple)) else hidden
   opt = dict(optimizer=optimizer, learning_rate=learning_rate, **optim)
@@ -61,10 +67,15 @@ def default_preset(model: str, hidden: Any, *, optimizer: str = "adam",
     cell = dict(orthogonal_init="cayley", delta=1e-4, t_decay=1e-6)
   elif model == "eurnn":
     cell = dict(capacity=2)
-  elif model not in MODELS + UNITARY_MODELS:
+  elif model == "softorth":
+    cell = dict(margin=1.0)
+    opt = dict(opt, orthogonal_method="multiplicative")
+  elif model == "kru":
+    cell = dict(factor_size=2, unitary_penalty=1e-4)
+  elif model not in MODELS + UNITARY_MODELS + TABLE_MODELS:
     raise ValueError(
-        f"default_preset: argument 'model' must be one of {MODELS + UNITARY_MODELS}; got "
-        f"{model!r}.")
+        f"default_preset: argument 'model' must be one of "
+        f"{MODELS + UNITARY_MODELS + TABLE_MODELS}; got {model!r}.")
   return dict(hidden=hidden, cell=cell, optim=opt)
 
 

@@ -61,10 +61,12 @@ def _mnist_rows():
             config=f"{file}:fcurnn_n512", blocker=FCURNN_512_BLOCKER,
             note=sentence(FCURNN, MNIST_BUDGET, FCURNN_512_TIME, EVAL)),
         row("softorth", "Soft orthogonal (Vorontsov et al., 2017)", (94.1, 91.4)[i],
-            "n=128, 18k", blocker="model not implemented in lvf_jax",
+            "n=128, 18k", config=f"{file}:softorth",
             note="Quoted by the paper from Vorontsov et al. 2017."),
         row("kru", "KRU (Jose et al., 2017)", (96.4, 94.5)[i], "n=512, 11k",
-            blocker="model not implemented in lvf_jax",
+            config=f"{file}:kru",
+            blocker=("budget: a GPU row; a training step of the n=512 preset takes 50 s on "
+                     "one CPU core"),
             note="Quoted by the paper from Jose et al. 2017."),
         row("antisymmetric", "AntisymmetricRNN", (98.0, 95.8)[i], "n=128, 10k",
             config=f"{file}:antisymmetric", steps=50000,
@@ -100,10 +102,8 @@ def _cifar_rows():
             blocker=NO_CIFAR,
             note=(f"The paper's LSTM set-up is not given beyond 128 units (preset: RMSprop "
                   f"1e-3); {CIFAR_BUDGET}; {EVAL}.")),
-        row("ablation", "Ablation model", (54.6, 46.2)[i], "n=196, 42k", steps=steps,
-            blocker=("model not implemented in lvf_jax: the gated AntisymmetricRNN (eq. 13) "
-                     "with unstructured recurrent matrices; CIFAR-10 is also not in the data "
-                     "directory"),
+        row("ablation", "Ablation model", (54.6, 46.2)[i], "n=196, 42k",
+            config=f"{file}:ablation", steps=steps, blocker=NO_CIFAR,
             note="The paper's own ablation (Sec. 5.4)."),
         row("antisymmetric", "AntisymmetricRNN", (58.7, 48.3)[i], "n=256, 36k",
             config=f"{file}:antisymmetric", steps=steps, blocker=NO_CIFAR,
