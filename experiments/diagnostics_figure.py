@@ -12,6 +12,7 @@ the sequence is multiplied by on its way back to ``t``.
 from __future__ import annotations
 
 import argparse
+import os
 
 import jax
 import jax.numpy as jnp
@@ -19,8 +20,8 @@ import jax.numpy as jnp
 from lvf_jax import diagnostics, zoo
 from lvf_jax.train import builders
 
-MODELS = (("lvf-t4-copy-rnn", "tanh RNN"), ("lvf-t4-copy-nnrnn", "nnRNN"),
-          ("lvf-t4-copy-urnn", "uRNN"), ("lvf-t4-copy-lvf", "lvfRNN"))
+MODELS = (("lvf-t4-copy-nnrnn", "nnRNN"), ("lvf-t4-copy-urnn", "uRNN"),
+          ("lvf-t4-copy-lvf-divfree", "lvfRNN, div V = 0"))
 
 
 def model_diagnostics(name: str, batch_size: int = 4, seed: int = 0):
@@ -56,7 +57,22 @@ def main(argv=None) -> None:
   flow_ax.set_title("dependence of the last state on h_t (copy task, T = 200)", fontsize=9)
   fig.tight_layout()
   fig.savefig(args.out, dpi=90)
+  write_provenance(args.out, argv)
   print(args.out)
+
+
+def write_provenance(figure: str, argv) -> str:
+  """Writes ``<figure>.txt``: the command, commit, machine and date that drew ``figure``."""
+  import datetime  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  from experiments.reproduce import harness  # pylint: disable=g-import-not-at-top
+  args = sys.argv[1:] if argv is None else list(argv)
+  date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+  path = os.path.splitext(figure)[0] + ".txt"
+  with open(path, "w") as f:
+    command = " ".join(["python -m experiments.diagnostics_figure", *args])
+    f.write(f"`{command}` at {harness.git_commit()}, {harness.machine()}, {date}\n")
+  return path
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import json
 import os
 import sys
 import time
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -39,6 +40,7 @@ from lvf_jax.train import builders, loop
 ROOT = harness.ROOT
 RECORDS = os.path.join(ROOT, "docs", "results", "lvf_divergence.json")
 PAGE = os.path.join(ROOT, "docs", "LVF_DIVERGENCE.md")
+FIGURE = os.path.join(ROOT, "docs", "figures", "lvf_copy_spectrum.png")
 BASE = "copy.py:lvf_literal"
 SEQUENCE = 220  # copy T = 200 with K = 10: T + 2K steps through C_V
 
@@ -93,29 +95,46 @@ def config_for(overrides: dict, seed: int, steps: int):
   return c
 
 
+def effective_field(cell_params: dict, cell_config) -> np.ndarray:
+  """The field the cell uses (float64): projected, or rebuilt from its divergence."""
+  v = jnp.asarray(cell_params["vector_field"], jnp.float32)
+  if "vector_field_divergence" in cell_params:
+    v = geometry.with_divergence(v, jnp.asarray(cell_params["vector_field_divergence"]))
+  elif cell_config.get("divergence_free", False):
+    v = geometry.project_divergence_free(v)
+  return np.asarray(v, np.float64)
+
+
 def field_probe(params: dict, cell_config) -> dict:
   """``||div V||``, ``max |div V|`` and the spectrum of ``C_V`` (float64, host)."""
-  v = np.asarray(jax.device_get(params["rnn"]["layer_0"]["cell"]["vector_field"]), np.float64)
-  if cell_config.get("divergence_free", False):
-    v = np.asarray(geometry.project_divergence_free(jnp.asarray(v, jnp.float32)), np.float64)
-  return spectrum_of_field(v, float(cell_config.tau), str(cell_config.integrator))
+  cell = jax.device_get(_locate_cell(params))
+  return spectrum_of_field(effective_field(cell, cell_config), float(cell_config.tau),
+                           str(cell_config.integrator))
+
+
+def _c_v(v: np.ndarray, tau: float, integrator: str) -> np.ndarray:
+  """``C_V`` of the field ``v`` in float64 (eqs. 5, 16 or 3)."""
+  div = v.sum(axis=0) - v.sum(axis=1)  # eq. 8
+  d_v = (v.T - v) - np.diag(div)  # eqs. 9-10
+  eye = np.eye(len(v))
+  if integrator == "midpoint":
+    return np.linalg.solve(eye + tau / 2 * d_v, eye - tau / 2 * d_v)  # eq. 16
+  if integrator == "euler":
+    return eye - tau * d_v  # eq. 5
+  w, q = np.linalg.eig(-tau * d_v)
+  return np.real(q @ np.diag(np.exp(w)) @ np.linalg.inv(q))  # eq. 3
 
 
 def spectrum_of_field(v: np.ndarray, tau: float, integrator: str) -> dict:
   """Divergence and ``C_V``'s spectral radius of the field ``v`` at ``tau``."""
   div = v.sum(axis=0) - v.sum(axis=1)  # eq. 8
   d_v = (v.T - v) - np.diag(div)  # eqs. 9-10
-  eye = np.eye(len(v))
-  if integrator == "midpoint":
-    c_v = np.linalg.solve(eye + tau / 2 * d_v, eye - tau / 2 * d_v)  # eq. 16
-  elif integrator == "euler":
-    c_v = eye - tau * d_v  # eq. 5
-  else:
-    w, q = np.linalg.eig(-tau * d_v)
-    c_v = np.real(q @ np.diag(np.exp(w)) @ np.linalg.inv(q))  # eq. 3
+  c_v = _c_v(v, tau, integrator)
   radius = float(np.max(np.abs(np.linalg.eigvals(c_v))))
+  sigma = np.linalg.svd(c_v, compute_uv=False)
   return {"div_norm": float(np.linalg.norm(div)), "div_max": float(np.max(np.abs(div))),
           "radius": radius, "growth": float(radius ** SEQUENCE),
+          "sigma_min": float(sigma.min()), "sigma_max": float(sigma.max()),
           "min_re_eig_d": float(np.min(np.linalg.eigvals(d_v).real))}
 
 
@@ -156,6 +175,27 @@ def trial(name: str, seed: int, steps: int, probe_every: int, log=print) -> dict
   if name == "literal" and first_bad != 1:
     record["first_step_grid"] = first_step_grid(v0, first_step, float(c.optim.learning_rate))
   return record
+
+
+def trained(run_dir: str) -> tuple[str, dict]:
+  """The field of a finished reproduction run's best variables: key and record."""
+  from lvf_jax import zoo  # pylint: disable=g-import-not-at-top
+  _, variables, c = zoo.load_run(run_dir)
+  with open(os.path.join(run_dir, "result.json")) as f:
+    result = json.load(f)
+  cell = jax.device_get(_locate_cell(variables["params"]))
+  v = effective_field(cell, c.model.cell)
+  tau, integrator = float(c.model.cell.tau), str(c.model.cell.integrator)
+  eigs = np.linalg.eigvals(_c_v(v, tau, integrator))
+  record = {"trial": f"trained {result['row']}", "row": result["row"], "seed": result["seed"],
+            "best_validation_step": result["best_validation_step"],
+            "metrics": {k: result["metrics"][k] for k in ("test_loss", "test_accuracy")
+                        if k in result["metrics"]},
+            "field": spectrum_of_field(v, tau, integrator),
+            "eigenvalues": np.round(np.stack([eigs.real, eigs.imag], 1), 6).tolist(),
+            "run": {k: result[k] for k in ("command", "commit", "machine", "date")},
+            **provenance()}
+  return f"trained/{result['row']}/seed{result['seed']}", record
 
 
 def first_step_grid(v0: np.ndarray, step: np.ndarray, lr: float) -> list:
@@ -209,9 +249,10 @@ def trial_lines(records: dict) -> list[str]:
   lines = ["| trial | hypothesis tested | seed | steps | non-finite at | max abs div V after "
            "step 1 | largest radius of C_V | last probe: loss, accuracy, radius |",
            "|---|---|---|---|---|---|---|---|"]
-  for key in sorted(records, key=lambda k: (list(TRIALS).index(records[k]["trial"])
-                                             if records[k]["trial"] in TRIALS else 99, k)):
-    r = records[key]
+  trials = {k: r for k, r in records.items() if "probes" in r}
+  for key in sorted(trials, key=lambda k: (list(TRIALS).index(trials[k]["trial"])
+                                            if trials[k]["trial"] in TRIALS else 99, k)):
+    r = trials[key]
     probes = r["probes"]
     step1 = next((p for p in probes if p["step"] == 1), None)
     last = probes[-1]
@@ -222,6 +263,72 @@ def trial_lines(records: dict) -> list[str]:
         f"{max(p['radius'] for p in probes):.4f} | step {last['step']}: "
         f"{_fmt(last.get('loss'))}, {_fmt(last.get('accuracy'))}, {last['radius']:.4f} |")
   return lines
+
+
+def verdict_lines(records: dict) -> list[str]:
+  """Which single changes keep the literal preset finite, read from the trial records."""
+  single = {r["trial"]: r for r in records.values()
+            if "probes" in r and TRIALS.get(r["trial"], ("", {}, 1))[2] is None}
+  finite = sorted(t for t, r in single.items() if r["first_nonfinite_step"] is None)
+  failed = sorted((r["first_nonfinite_step"], t) for t, r in single.items()
+                  if r["first_nonfinite_step"] is not None)
+  lines = ["## What decides it", "",
+           "- Finite over their steps: " + ", ".join(f"`{t}`" for t in finite) + ".",
+           "- Non-finite: " + ", ".join(f"`{t}` (step {s})" for s, t in failed) + ".", ""]
+  literal = next((r for r in records.values() if "first_step_grid" in r), None)
+  if literal:
+    ok = [g for g in literal["first_step_grid"] if g["tau"] == 15.0 and g["growth"] <= 10]
+    if ok:
+      best = max(ok, key=lambda g: g["lr"])
+      lines += [f"At `tau = 15` the largest learning rate of `V` in the grid whose first "
+                f"step keeps the growth over one sequence at most 10 is {best['lr']:g} "
+                f"(radius {best['radius']:.5f}, growth {_fmt(best['growth'])}): Table 5's "
+                "setting can only have trained if `V` moved far less per step than Adam's "
+                "learning rate, or its divergence was held near zero by other means.", ""]
+  return lines
+
+
+def trained_lines(records: dict) -> list[str]:
+  """One line per trained field: its divergence and how far ``C_V`` is from orthogonal."""
+  lines = ["| row | seed | best validation step | test CE | test accuracy % | norm of div V | "
+           "max abs div V | radius of C_V | radius^220 | singular values of C_V |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+  for key in sorted(k for k in records if k.startswith("trained/")):
+    r, f = records[key], records[key]["field"]
+    m = r["metrics"]
+    lines.append(f"| {r['row']} | {r['seed']} | {r['best_validation_step']} | "
+                 f"{_fmt(m.get('test_loss'))} | {_fmt(m.get('test_accuracy'))} | "
+                 f"{_fmt(f['div_norm'])} | {_fmt(f['div_max'])} | {f['radius']:.5f} | "
+                 f"{_fmt(f['growth'])} | {f['sigma_min']:.4f} to {f['sigma_max']:.4f} |")
+  return lines
+
+
+def plot_trained(records: dict, path: str) -> Optional[str]:
+  """Modulus against angle of every trained ``C_V``'s eigenvalues (one panel per row): an
+  orthogonal ``C_V`` has every modulus at 1."""
+  keys = sorted(k for k in records if k.startswith("trained/"))
+  if not keys:
+    return None
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  from matplotlib.figure import Figure  # pylint: disable=g-import-not-at-top
+  del matplotlib
+  rows = sorted({records[k]["row"] for k in keys})
+  fig = Figure(figsize=(4.2 * len(rows), 4.2))
+  for i, row in enumerate(rows):
+    ax = fig.add_subplot(1, len(rows), i + 1)
+    ax.axhline(1.0, color="0.6", lw=0.8)
+    for k in keys:
+      if records[k]["row"] == row:
+        e = np.asarray(records[k]["eigenvalues"])
+        ax.scatter(np.arctan2(e[:, 1], e[:, 0]), np.hypot(e[:, 0], e[:, 1]), s=6,
+                   label=f"seed {records[k]['seed']}")
+    ax.set_xlabel("angle of eigenvalue (rad)")
+    ax.set_ylabel("modulus")
+    ax.set_title(f"{row}: eigenvalues of C_V")
+    ax.legend(fontsize=7)
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+  return path
 
 
 def provenance_lines(records: dict) -> list[str]:
@@ -266,7 +373,20 @@ def write_page(records: dict, path: str = PAGE) -> str:
             "Each trial is Table 5 as printed (`configs/copy.py:lvf_literal`: Adam 1e-4, "
             "`tau = 15`, `lambda = 0`, midpoint, batch 50) with one change; the loss and "
             "accuracy are the training batch's.", "", *trial_lines(records), "",
-            "## Runs", "", *provenance_lines(records), ""]
+            *verdict_lines(records)]
+  trained_keys = [k for k in records if k.startswith("trained/")]
+  if trained_keys:
+    figure = plot_trained(records, FIGURE)
+    lines += ["## The trained fields", "",
+              "The best-validation variables of the copy rows (`docs/reproduction/lvf-t4.md`), "
+              "recorded by `python -m experiments.lvf_divergence --trained <run dirs>`; "
+              "`copy-lvf` keeps its divergence free, `copy-lvf-divfree` projects it to zero "
+              "(an orthogonal `C_V`, every singular value 1).", "",
+              *trained_lines(records), ""]
+    if figure:
+      rel = os.path.relpath(figure, os.path.dirname(path))
+      lines += [f"![eigenvalues of the trained C_V]({rel})", ""]
+  lines += ["## Runs", "", *provenance_lines(records), ""]
   with open(path, "w") as f:
     f.write("\n".join(lines))
   return path
@@ -281,8 +401,14 @@ def main(argv=None) -> int:
   p.add_argument("--steps", type=int, default=300)
   p.add_argument("--probe-every", type=int, default=10)
   p.add_argument("--report-only", action="store_true")
+  p.add_argument("--trained", nargs="*", default=[], metavar="RUN_DIR",
+                 help="record the fields of finished reproduction runs (their seed dirs)")
   args = p.parse_args(argv)
-  if not args.report_only:
+  for run_dir in args.trained:
+    records = load_records()
+    key, records[key] = trained(run_dir)
+    save_records(records)
+  if not args.report_only and not args.trained:
     for name in args.trials:
       for seed in args.seeds:
         records = load_records()

@@ -287,5 +287,6 @@ def test_dynamics_notebook_executes(tmp_path, kernel_env):
   assert cells_without_image(nb) == []
   assert len(plotting_cells(nb)) >= 5
   text = text_of(nb.cells)
-  for name in ("lvf-t4-copy-nnrnn", "lvf-t4-copy-lvf", "expRNN trained here"):
+  for name in ("lvf-t4-copy-nnrnn", "lvf-t4-copy-lvf-divfree", "tanh RNN trained here",
+               "expRNN trained here"):
     assert name in text, name

@@ -610,6 +610,10 @@ def test_zoo_rejects_unknown_names():
     zoo.load("no-such-model")
 
 
+#: Least relative tolerance of a card's check: a few float32 units in the last place.
+ROUNDING_FLOOR = 8 * float(np.finfo(np.float32).eps)
+
+
 @needs_data
 @pytest.mark.parametrize("name", zoo.names())
 def test_every_released_model_reevaluates_to_its_card(name, tfds_dir):
@@ -617,7 +621,10 @@ def test_every_released_model_reevaluates_to_its_card(name, tfds_dir):
   got = zoo.evaluate(name, data_overrides=_data_overrides(zoo.config(name), tfds_dir))
   assert set(info["check"]["metrics"]) <= set(got)
   for key, want in info["check"]["metrics"].items():
-    assert got[key] == pytest.approx(want, rel=2e-3, abs=1e-6), key
+    # the change that rounding alone can cause (another CPU kind or BLAS thread count),
+    # measured by lvf_jax.zoo.rounding_tolerance when the card was written
+    rel = max(info["check"]["tolerance"][key], ROUNDING_FLOOR)
+    assert got[key] == pytest.approx(want, rel=rel, abs=1e-6), key
   # the card names a real row, and its recorded run met the paper
   row = rows.get(info["table"]).row(info["row"])
   assert runner.judge_row(row, [info["result"]]).category in ("meets", "beats")
@@ -683,8 +690,9 @@ def test_run_lock_skips_a_live_holder_and_takes_over_a_dead_one(tmp_path):
 
 
 @pytest.mark.parametrize("spec,changed", [
-    ("copy.py", {("model", "cell", "divergence_free"), ("optim", "learning_rate"),
-                 ("optim", "lr_vector_field"), ("train", "steps")}),
+    ("copy.py", {("model", "cell", "div_penalty"), ("optim", "learning_rate"),
+                 ("optim", "lr_vector_field"), ("optim", "clip_norm"),
+                 ("optim", "lr_schedule"), ("optim", "total_steps")}),
     ("jsb.py", {("optim", "lr_vector_field")}),
     ("musedata.py", {("optim", "lr_vector_field")}),
     ("ptb_char.py", {("optim", "lr_vector_field")}),
