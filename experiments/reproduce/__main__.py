@@ -1,4 +1,5 @@
-"""One command for the papers' tables::
+"""One command for the papers' tables and the repository's own studies
+(``long-memory-copy``, ``long-memory-adding``)::
 
     python -m experiments.reproduce --list                  # every table and row
     python -m experiments.reproduce lvf-t4                  # run a table (resumes)
@@ -66,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _select(args) -> list[rows.Table]:
-  all_tables = rows.tables()
+  all_tables = rows.tables(studies=True)
   names = list(all_tables) if args.tables == ["all"] else args.tables
   if not names:
     raise SystemExit("name at least one table (or 'all'); --list shows them.")
@@ -78,8 +79,8 @@ def main(argv=None) -> int:
   if args.seeds < 0 or args.steps < 0 or args.time_limit < 0:
     raise SystemExit("--seeds, --steps and --time-limit must be >= 0.")
   if args.list:
-    for t in rows.tables().values():
-      print(f"{t.id}: {t.citation}, Table {t.number}: {t.caption}")
+    for t in rows.tables(studies=True).values():
+      print(f"{t.id}: {t.heading}: {t.caption}")
       for r in t.rows:
         state = (f"  [{r.blocker}]" if r.blocker else "") + (
             f"  [the runs of {r.runs_of}]" if r.runs_of else "")
@@ -125,7 +126,8 @@ def main(argv=None) -> int:
               f"{runner.release_row(table, row, args.workdir)}")
     if stopped is not None:
       break
-  print(f"reproduce: wrote {pages.write_index(rows.tables(), args.workdir, args.out)}")
+  index = pages.write_index(rows.tables(studies=True), args.workdir, args.out)
+  print(f"reproduce: wrote {index}")
   return 0 if stopped is None else stopped.exit_status
 
 

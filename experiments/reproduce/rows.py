@@ -78,6 +78,10 @@ class Row:
       nnRNN Table 4's accuracies of Table 1's model states. The row keeps its own config
       and budget, which must equal the other row's (:func:`source`); running it runs (or
       finds) the other row's seeds in that row's directory.
+    diagnostics: ``{name: keyword arguments}`` of the measurements of
+      :mod:`experiments.reproduce.diagnostics` that the runner adds to each seed's record
+      after training (``record["diagnostics"][name]``), e.g. how far a gradient reaches
+      back through the trained recurrence; empty for none.
   """
 
   id: str
@@ -96,6 +100,7 @@ class Row:
   analytic: Optional[str] = None
   analytic_args: dict = dataclasses.field(default_factory=dict)
   runs_of: Optional[str] = None
+  diagnostics: dict = dataclasses.field(default_factory=dict)
 
   @property
   def budget_blocked(self) -> bool:
@@ -120,17 +125,30 @@ class Row:
 class Table:
   """A table of a paper: ``paper`` (slug: ``'lvf'``, ``'ncgru'``, ``'nnrnn'``,
   ``'antisymmetric'``), ``number`` (``'4'``), ``caption`` (the paper's, shortened),
-  ``citation`` (author year, arXiv id) and its rows."""
+  ``citation`` (author year, arXiv id) and its rows.
+
+  A table of this repository's own study (``study``: its id, e.g. ``'long-memory-copy'``)
+  has no paper: ``paper`` names the study, ``number`` is empty, ``citation`` says what it
+  measures, and its rows have no paper values (their verdicts are the floor's alone,
+  :func:`experiments.reproduce.runner.judge_row`).
+  """
 
   paper: str
   number: str
   caption: str
   citation: str
   rows: tuple
+  study: str = ""
 
   @property
   def id(self) -> str:
-    return f"{self.paper}-t{self.number}"
+    return self.study or f"{self.paper}-t{self.number}"
+
+  @property
+  def heading(self) -> str:
+    """The title of the table's page: the paper and table number, or the study's
+    citation."""
+    return self.citation if self.study else f"{self.citation}, Table {self.number}"
 
   def row(self, row_id: str) -> Row:
     for r in self.rows:
@@ -147,13 +165,16 @@ def sentence(*parts: Optional[str], end: str = ".") -> str:
   return text[:1].upper() + text[1:] + end
 
 
-def tables() -> dict[str, Table]:
-  """Every table of every paper module in ``tables/``, keyed by ``Table.id``."""
+def tables(studies: bool = False) -> dict[str, Table]:
+  """Every table of every paper module in ``tables/``, keyed by ``Table.id``; with
+  ``studies``, the tables of this repository's own studies too (``Table.study``)."""
   from experiments.reproduce import tables as pkg  # pylint: disable=g-import-not-at-top
   out: dict[str, Table] = {}
   for info in pkgutil.iter_modules(pkg.__path__):
     mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
     for t in getattr(mod, "TABLES", {}).values():
+      if t.study and not studies:
+        continue
       if t.id in out:
         raise ValueError(f"duplicate table id {t.id!r} in {info.name}")
       ids = [r.id for r in t.rows]
@@ -164,7 +185,8 @@ def tables() -> dict[str, Table]:
 
 
 def get(table_id: str) -> Table:
-  all_tables = tables()
+  """The table ``table_id``, a paper's or a study's."""
+  all_tables = tables(studies=True)
   if table_id not in all_tables:
     raise ValueError(f"unknown table {table_id!r}; tables are {sorted(all_tables)}.")
   return all_tables[table_id]

@@ -9,13 +9,16 @@ A record holds what a verdict needs (:mod:`experiments.reproduce.verdict`): the 
 tables judge at the best validation step (``metrics``), the validation metrics at the last
 step (``last``), the thinned learning curve (``curve``), the steps run and the budget, the
 task's no-memory loss, the config and its overrides, and the commit, machine, date and
-command of the run. The page writer (:mod:`experiments.reproduce.pages`) reads the records.
+command of the run; for a row that names measurements (``Row.diagnostics``), their values
+after training (:mod:`experiments.reproduce.diagnostics`). The page writer
+(:mod:`experiments.reproduce.pages`) reads the records.
 """
 
 from __future__ import annotations
 
 
 import contextlib
+import dataclasses
 import datetime
 import json
 import math
@@ -309,7 +312,7 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
   done = read_result(run_dir)
   if done is not None and done["steps"] == int(c.train.steps):
     log(f"reproduce: {table.id}/{row.id} seed {seed}: done ({done['steps']} steps), skipped")
-    return done
+    return with_diagnostics(row, run_dir, done, smoke=smoke)
   os.makedirs(run_dir, exist_ok=True)
   with _run_lock(run_dir) as holder:
     if holder is not None:
@@ -352,8 +355,23 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
       "smoke": smoke,
   }
   write_result(run_dir, result)
-  if stopped is not None:
+  if stopped is not None:  # measured when the run resumes
     raise stopped
+  return with_diagnostics(row, run_dir, result, smoke=smoke)
+
+
+def with_diagnostics(row: Row, run_dir: str, result: dict, *, smoke: bool = False) -> dict:
+  """``result`` with the measurements the row names (``Row.diagnostics``,
+  :mod:`experiments.reproduce.diagnostics`) that it lacks, taken on the run in ``run_dir``
+  and written to its ``result.json``."""
+  have = result.get("diagnostics") or {}
+  missing = {k: v for k, v in row.diagnostics.items() if have.get(k) is None}
+  if not missing:
+    return result
+  from experiments.reproduce import diagnostics  # pylint: disable=g-import-not-at-top
+  result = {**result, "diagnostics": {**have, **diagnostics.measure(missing, run_dir,
+                                                                    smoke=smoke)}}
+  write_result(run_dir, result)
   return result
 
 
@@ -505,15 +523,44 @@ def budget_of(row: Row, records: list) -> Optional[int]:
   return int(preset_config(row).train.steps) if row.config else None
 
 
+#: The metrics by which a row without paper values (a stand-in, or a study's row) is held
+#: against its task's floor.
+STAND_IN_JUDGED = ("val_loss", "test_loss")
+
+
+def row_floors(row: Row, records: list, stored_floors: Optional[dict] = None) -> dict:
+  """``{metric: (value, what)}``: the floors of the metrics ``row`` is judged by, its paper
+  values' or, without them, :data:`STAND_IN_JUDGED`
+  (:func:`experiments.reproduce.floors.of_row`)."""
+  from experiments.reproduce import floors  # pylint: disable=g-import-not-at-top
+  if not row.paper and row.config is not None:
+    row = dataclasses.replace(row, paper=dict.fromkeys(STAND_IN_JUDGED, math.nan))
+  return floors.of_row(row, records, stored_floors)
+
+
 def judge_row(row: Row, records: list, stored_floors: Optional[dict] = None
               ) -> verdict_lib.Verdict:
   """The verdict of ``row`` from its per-seed ``records``, with its task's floors and its
-  budget (:func:`experiments.reproduce.verdict.judge`)."""
-  from experiments.reproduce import floors  # pylint: disable=g-import-not-at-top
+  budget (:func:`experiments.reproduce.verdict.judge`). A row without paper values has
+  none, unless a metric of :data:`STAND_IN_JUDGED` is at its floor (``at floor``)."""
   records = [r for r in records if not r.get("smoke")]
-  return verdict_lib.judge(row.paper, records,
-                           floors=floors.of_row(row, records, stored_floors),
-                           budget=budget_of(row, records), differs=row.differs)
+  row_floor = row_floors(row, records, stored_floors)
+  if not row.paper:
+    return _stand_in_verdict(records, row_floor)
+  return verdict_lib.judge(row.paper, records, floors=row_floor,
+                           budget=budget_of(row, records), seeds=row.seeds,
+                           differs=row.differs)
+
+
+def _stand_in_verdict(records: list, row_floor: dict) -> verdict_lib.Verdict:
+  """``at floor`` when the mean over the finite seeds of a judged metric is within the
+  tolerance of its floor (:func:`experiments.reproduce.verdict.at_floor`), else none."""
+  finite = [r for r in records if not r.get("diverged_at")]
+  for metric, (floor, _) in row_floor.items():
+    values = [r["metrics"][metric] for r in finite if metric in r.get("metrics", {})]
+    if values and verdict_lib.at_floor(metric, values, floor):
+      return verdict_lib.Verdict(verdict_lib.AT_FLOOR)
+  return verdict_lib.Verdict("")
 
 
 def release_row(table: Table, row: Row, workdir: str) -> str:

@@ -1,0 +1,167 @@
+"""Measurements the runner adds to a seed's record after training (``Row.diagnostics``).
+
+A row names them as ``{name: keyword arguments}``; :func:`measure` runs each on the seed's
+run directory and the record keeps the values under ``"diagnostics"``. The page writer
+prints them in a section of their own (:func:`cell`, :data:`DESCRIPTIONS`). Every
+measurement reads the run's log or its best validation variables (``best_variables``) and
+gives None where the run has neither yet.
+
+- ``target_reached``: the first evaluated step whose validation loss is below ``target``;
+- ``gradient_reach``: ``||dh_T/dh_1||_F / ||dh_T/dh_T||_F`` of the first layer, the factor
+  by which a gradient from the last state reaches the first step;
+- ``memory_probe``: what the first layer's last state holds of an adding task's inputs, by
+  held-out linear probes (the linear memory capacity of Jaeger 2002 and the target's
+  ``R^2``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Optional
+
+from lvf_jax.train.loop import BEST_VARIABLES
+from lvf_jax.train.reporting import MetricWriter
+
+#: What each measurement is, as the page says it.
+DESCRIPTIONS = {
+    "target_reached": ("'target reached at' is the first evaluated step whose validation loss "
+                       "is below the target (LEM's threshold, Rusch and Mishra 2021), 'not "
+                       "reached' if none"),
+    "gradient_reach": ("'dh_T/dh_1' is `||dh_T/dh_1||_F / ||dh_T/dh_T||_F` of the first "
+                       "layer at the best validation step, the mean over two validation "
+                       "sequences: the factor by which a gradient from the last state "
+                       "reaches the first step"),
+    "memory_probe": ("'h_T memory' is what the first layer's last state holds at the best "
+                     "validation step, by held-out linear probes on test sequences (half "
+                     "fit, half measure; `lvf_jax.diagnostics.linear_memory_curve`): the sum "
+                     "over lags k of the R^2 with which the value input k steps back is read "
+                     "(the linear memory capacity, at most n for a linear state; Jaeger "
+                     "2002), and the R^2 with which the target is read (1: the answer is in "
+                     "the state; 0: nothing of it)"),
+}
+
+#: The column heading of each measurement.
+HEADINGS = {"target_reached": "target reached at", "gradient_reach": "dh_T/dh_1",
+            "memory_probe": "h_T memory"}
+
+#: Test sequences of :func:`memory_probe` in a smoke run.
+SMOKE_PROBE_BATCH = 16
+
+
+def target_reached(run_dir: str, *, target: float, smoke: bool = False) -> Optional[dict]:
+  """``{"target": target, "step": first evaluated step below it or None}``; None before
+  the run's first evaluation."""
+  del smoke  # reads the log only
+  path = os.path.join(run_dir, "metrics.jsonl")
+  val = ([r for r in MetricWriter.read(path) if r["split"] == "validation"]
+         if os.path.exists(path) else [])
+  if not val:
+    return None
+  step = next((r["step"] for r in val if r["loss"] < target), None)
+  return {"target": float(target), "step": step}
+
+
+def _first_layer(run_dir: str):
+  """``(cell, params, task)`` of the first layer at the run's best validation variables,
+  or None before its first evaluation."""
+  if not os.path.exists(os.path.join(run_dir, BEST_VARIABLES)):
+    return None
+  from lvf_jax import zoo  # pylint: disable=g-import-not-at-top
+  from lvf_jax.train import builders  # pylint: disable=g-import-not-at-top
+  model, variables, c = zoo.load_run(run_dir)
+  return (model.cells[0], variables["params"]["rnn"]["layer_0"]["cell"],
+          builders.build_pipeline(c).task)
+
+
+def gradient_reach(run_dir: str, *, batch: int = 2, smoke: bool = False) -> Optional[float]:
+  """``||dh_T/dh_1||_F / ||dh_T/dh_T||_F`` of the first layer (mean over ``batch``
+  validation sequences) at the run's best validation variables.
+
+  ``dh_T/dh_T`` is the identity, so the ratio is ``||dh_T/dh_1||_F / sqrt(n)``: far below
+  one, a gradient from the end of a sequence vanishes before it reaches the start.
+  """
+  del smoke  # two sequences are already small
+  layer = _first_layer(run_dir)
+  if layer is None:
+    return None
+  from lvf_jax import diagnostics  # pylint: disable=g-import-not-at-top
+  cell, params, task = layer
+  norms = diagnostics.state_jacobian_norms(cell, params,
+                                           task.fixed_split("validation", batch).inputs)
+  return float(norms[0] / norms[-1])
+
+
+def last_states(cell: Any, params: Any, x, chunk: int = 256):
+  """The first layer's last state ``h_T`` on inputs ``x`` (batch, T, features), computed
+  ``chunk`` sequences at a time without forming the other states."""
+  import jax  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from lvf_jax import layers  # pylint: disable=g-import-not-at-top
+  scan = layers.Recurrent(cell, fused=True, return_sequences=False)  # the final carry only
+  # the state is the carry itself or its last entry (the LSTM's (c, h))
+  last = jax.jit(lambda u: jax.tree_util.tree_leaves(
+      scan.apply({"params": {"cell": params}}, u))[-1])
+  return np.concatenate([np.asarray(last(x[i:i + chunk])) for i in range(0, len(x), chunk)])
+
+
+def memory_probe(run_dir: str, *, batch: int = 4096, lags: tuple = (1, 10, 100, 1000),
+                 smoke: bool = False) -> Optional[dict]:
+  """What the first layer's last state holds on ``batch`` test sequences of an adding run
+  (``SMOKE_PROBE_BATCH`` in a smoke run), by held-out linear probes
+  (:mod:`lvf_jax.diagnostics.probes`; half fit, half measure).
+
+  Returns:
+    ``{"capacity": sum_k m(k), "n": units, "target_r2": R^2 of the target (the sum of the
+    two marked values), "lags": {k: m(k)} for the ``lags`` up to T}``, where ``m(k)`` is the
+    memory curve of the value channel; None for a task other than adding or before the
+    first evaluation.
+  """
+  layer = _first_layer(run_dir)
+  if layer is None or layer[2].name != "adding":
+    return None
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from lvf_jax import diagnostics  # pylint: disable=g-import-not-at-top
+  cell, params, task = layer
+  split = task.fixed_split("test", SMOKE_PROBE_BATCH if smoke else batch)
+  x = np.asarray(split.inputs)
+  h = last_states(cell, params, x)
+  m = np.asarray(diagnostics.linear_memory_curve(h, x[..., 0]))
+  r2 = diagnostics.linear_probe_r2(h, np.asarray(split.targets).reshape(len(x)))
+  return {"capacity": float(m.sum()), "n": int(h.shape[-1]), "target_r2": float(r2),
+          "lags": {str(k): float(m[k - 1]) for k in lags if k <= len(m)}}
+
+
+MEASUREMENTS: dict[str, Callable[..., Any]] = {
+    "target_reached": target_reached, "gradient_reach": gradient_reach,
+    "memory_probe": memory_probe}
+
+
+def check(names) -> None:
+  """Raises ValueError for a name that is no measurement of :data:`MEASUREMENTS`."""
+  unknown = sorted(set(names) - set(MEASUREMENTS))
+  if unknown:
+    raise ValueError(f"unknown diagnostics {unknown}; known: {sorted(MEASUREMENTS)}.")
+
+
+def measure(spec: dict, run_dir: str, *, smoke: bool = False) -> dict:
+  """``{name: value}`` of every measurement ``{name: keyword arguments}`` in ``spec`` on
+  the run in ``run_dir``."""
+  check(spec)
+  return {name: MEASUREMENTS[name](run_dir, smoke=smoke, **kwargs)
+          for name, kwargs in spec.items()}
+
+
+def _fmt(x: Optional[float]) -> str:
+  return "" if x is None else f"{x:.3g}"
+
+
+def cell(name: str, value: Any) -> str:
+  """The page's cell of measurement ``name`` with recorded ``value``."""
+  if value is None:
+    return ""
+  if name == "target_reached":
+    return "not reached" if value["step"] is None else str(value["step"])
+  if name == "memory_probe":
+    return (f"{value['capacity']:.1f} of n = {value['n']}; target R^2 "
+            f"{max(value['target_r2'], 0.0):.2f}")
+  return _fmt(value)
