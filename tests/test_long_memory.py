@@ -1,96 +1,168 @@
-"""experiments/long_memory.py: every run's config builds; a tiny run trains, resumes and
-lands on the page with the step at which it reached its target."""
+"""The long-memory study as tables of the reproduction harness
+(``experiments/reproduce/tables/long_memory.py``): every row's config builds, a row runs
+through the harness's command line, the runner's diagnostics agree with an independent
+computation, and the committed pages are their records' pages."""
 
+import dataclasses
 import json
+import math
+import os
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
-from experiments import long_memory
-from lvf_jax import train
+from experiments.reproduce import __main__ as cli
+from experiments.reproduce import archive, diagnostics, pages, rows, runner
+from experiments.reproduce import verdict as verdict_lib
+from experiments.reproduce.tables import long_memory
+from lvf_jax import train, zoo
+from lvf_jax.train import builders
+
+STUDY = ("long-memory-copy", "long-memory-adding")
+DOCS = os.path.join(runner.ROOT, "docs", "reproduction")
 
 
-@pytest.mark.parametrize("run_id", ["copy-t2000-lvf", "adding-t10000-lstm", "adding-t1000-ncgru"])
-def test_run_configs_validate(run_id):
-  run = long_memory.RUNS[run_id]
-  c = long_memory.run_config(run)
-  assert c.task.options.T == run.T and c.train.batch_size == run.batch
-  assert c.model.segment_length == "auto"
+def _rows():
+  return [(t, r) for t in STUDY for r in rows.get(t).rows]
+
+
+def test_the_study_tables_are_the_harness_s_but_no_paper_s():
+  assert not set(STUDY) & set(rows.tables())  # the papers' tables alone
+  assert set(STUDY) <= set(rows.tables(studies=True))
+  for table_id in STUDY:
+    table = rows.get(table_id)
+    assert table.study == table_id and table.heading == table.citation
+    assert all(r.paper == {} and r.diagnostics for r in table.rows)
+  ids = {f"{t.split('-')[-1]}-{r.id}" for t, r in _rows()}
+  assert {"copy-t2000-lvf-nonneg-bias", "adding-t10000-ncgru",
+          "adding-t5000-lvf-small-input"} <= ids and len(ids) == 23
+
+
+@pytest.mark.parametrize("table_id,row_id", [(t, r.id) for t, r in _rows()])
+def test_every_row_config_validates(table_id, row_id):
+  row = rows.get(table_id).row(row_id)
+  c = runner.row_config(row)
   train.validate_config(c)
+  assert c.task.options.T == row.overrides["task.options.T"] and c.train.steps == row.steps
+  assert c.model.segment_length == "auto" and c.train.eval_size == 256
+  assert c.train.checkpoint_every == c.train.eval_every
+  diagnostics.check(row.diagnostics)
+  assert ("memory_probe" in row.diagnostics) == (c.task.name == "adding")
+  if c.model.name == "lvf":  # the divergence-free modReLU cell, on copy and on adding
+    assert c.model.cell.divergence_free is True and c.model.cell.activation == "modrelu"
 
 
-def test_a_tiny_run_lands_on_the_page(tmp_path, monkeypatch):
-  run = long_memory.Run("adding", 12, "lvf", batch=4, steps=4, eval_every=2)
-  monkeypatch.setitem(long_memory.RUNS, run.id, run)
-  monkeypatch.setattr(long_memory, "TARGET", 1e9)  # reached at the first evaluation
-  work, page = tmp_path / "runs", tmp_path / "page.md"
-  assert long_memory.main(["--runs", run.id, "--steps", "2", "--workdir", str(work),
-                           "--out", str(page)]) == 0
-  first = json.loads((work / run.id / "result.json").read_text())
-  assert first["steps"] == 2 and first["reached_at"] == 2
-  assert "| adding | 12 | lvf | 4 | 2 |" in page.read_text()  # --steps 2: its whole budget
-  assert long_memory.main(["--runs", run.id, "--workdir", str(work), "--out",
-                           str(page)]) == 0  # resumes to the run's own 4 steps
-  result = json.loads((work / run.id / "result.json").read_text())
-  assert result["steps"] == 4 and result["best_validation"] is not None
-  assert 0.0 < result["gradient_reach"] < 10.0  # ||dh_T/dh_1|| / ||dh_T/dh_T|| at 12 steps
-  text = page.read_text()
-  assert f"| {result['gradient_reach']:.3g} |" in text
-  assert "| adding | 12 | lvf | 4 | 4 |" in text and "`python -m experiments.long_memory" in text
-  assert "| copy | 2000 | exprnn |" in text and "not run yet" in text
-  probe = result["memory_probe"]  # what h_T holds: a capacity between 0 and n
-  assert probe["n"] == 128 and 0.0 <= probe["capacity"] <= probe["n"] + 1e-3
-  assert set(probe["lags"]) == {"1", "10"} and -1.0 < probe["target_r2"] <= 1.0
-  assert f"| {probe['capacity']:.1f} of n = 128; target R^2" in text
-  # --probe re-measures a finished run without training it
-  (work / run.id / "result.json").write_text(json.dumps({**result, "memory_probe": None}))
-  assert long_memory.main(["--runs", run.id, "--probe", "--workdir", str(work), "--out",
-                           str(page)]) == 0
-  again = json.loads((work / run.id / "result.json").read_text())
-  assert again["memory_probe"] == probe and again["steps"] == 4
-  assert f"| {probe['capacity']:.1f} of n = 128" in page.read_text()
-  # the results are archived beside the page: written again without the runs, it is the same
-  before = page.read_text()
-  assert (tmp_path / "results" / "long_memory.json").exists()
-  long_memory.report(str(tmp_path / "none"), str(page))
-  assert page.read_text() == before
+def _tiny(target: float):
+  """A study table of one adding lvfRNN row at T = 12, 4 steps, evaluated every 2."""
+  row = long_memory.make_row("adding", 12, 4, "lvf", steps=4, eval_every=2,
+                             overrides=long_memory.ADDING_LVF)
+  row = dataclasses.replace(row, diagnostics={**row.diagnostics,
+                                              "target_reached": {"target": target}})
+  table = rows.Table("long-memory", "", "tiny", "a tiny study", (row,), study="lm-tiny")
+  return table, row
 
 
-def test_a_run_known_only_as_printed_stays_on_the_page(tmp_path):
-  from experiments.reproduce import archive  # pylint: disable=g-import-not-at-top
-  line = "| copy | 2000 | exprnn | 16 | 20000 | 2e-06 | 1250 | as printed |"
-  archive.save(archive.path_for(str(tmp_path), "long_memory"),
-               {"runs": {"copy-t2000-exprnn": {"page": {"line": line}}}})
-  text = open(long_memory.report(str(tmp_path / "none"), str(tmp_path / "page.md"))).read()
-  assert line in text.splitlines() and "`copy-t2000-exprnn`:" in text  # with its note
-  assert "| copy | 1000 | lstm | 16 | 20000 | not run yet" in text
+def _explicit_last_states(cell, params, x, start: int = 0, h0=None):
+  """``h_T`` of the cell's own steps in a Python loop from step ``start`` (state ``h0``,
+  the initial carry when None)."""
+  def prepare(c):
+    return c.prepare(), c.project_inputs(jnp.moveaxis(x, -2, 0))
+  prep, u = cell.apply({"params": params}, method=prepare)
+  h = cell.initialize_carry(jax.random.key(0), x.shape[:1] + x.shape[-1:]) if h0 is None else h0
+  for t in range(start, x.shape[1]):
+    h, _ = cell.step(prep, h, u[t])
+  return h
 
 
-def test_a_diverging_run_is_recorded_with_its_step(tmp_path, monkeypatch):
-  run = long_memory.Run("adding", 12, "lvf", batch=4, steps=4, eval_every=2)
-  monkeypatch.setitem(long_memory.RUNS, run.id, run)
-  real = long_memory.run_config
+def test_a_tiny_row_records_its_diagnostics_and_they_hold(tmp_path):
+  table, row = _tiny(target=1e9)  # reached at the first evaluation
+  work = str(tmp_path / "runs")
+  result = runner.run_row(table, row, work, log=lambda *_: None)
+  d = result["diagnostics"]
+  assert result["steps"] == 4 and d["target_reached"] == {"target": 1e9, "step": 2}
+  run_dir = runner.row_dir(table, row, work, 0)
+  assert diagnostics.target_reached(run_dir, target=0.0) == {"target": 0.0, "step": None}
+  # dh_T/dh_1 against forward-mode differentiation of the cell's steps in a Python loop
+  model, variables, c = zoo.load_run(run_dir)
+  cell, params = model.cells[0], variables["params"]["rnn"]["layer_0"]["cell"]
+  task = builders.build_pipeline(c).task
+  x = jnp.asarray(task.fixed_split("validation", 2).inputs)
+  h1 = _explicit_last_states(cell, params, x[:, :1])
+  jac = jax.jacfwd(lambda h: _explicit_last_states(cell, params, x, start=1, h0=h))(h1)
+  per_seq = [float(jnp.linalg.norm(jac[b, :, b, :])) for b in range(x.shape[0])]
+  n = h1.shape[-1]
+  assert d["gradient_reach"] == pytest.approx(np.mean(per_seq) / math.sqrt(n), rel=1e-4)
+  # the memory probe's last states are the loop's; its capacity is a sum of R^2 <= n
+  xt = np.asarray(task.fixed_split("test", 5).inputs)
+  np.testing.assert_allclose(diagnostics.last_states(cell, params, xt, chunk=2),
+                             _explicit_last_states(cell, params, jnp.asarray(xt)),
+                             rtol=1e-4, atol=1e-5)
+  probe = d["memory_probe"]
+  assert probe["n"] == n and 0.0 <= probe["capacity"] <= n + 1e-3
+  assert set(probe["lags"]) == {"1", "10"} and all(0 <= v <= 1 for v in probe["lags"].values())
+  # a finished seed whose record lacks a measurement gets it when the row runs again
+  path = os.path.join(run_dir, runner.RESULT)
+  with open(path) as f:
+    stripped = json.load(f)
+  stripped["diagnostics"] = {"target_reached": d["target_reached"]}
+  runner.write_result(run_dir, stripped)
+  again = runner.run_row(table, row, work, log=lambda *_: None)
+  assert again["diagnostics"]["gradient_reach"] == pytest.approx(d["gradient_reach"])
+  assert runner.read_result(run_dir)["diagnostics"]["memory_probe"] == probe
+  # the page shows them from the archived record, the same without the runs
+  out = str(tmp_path / "pages")
+  page = open(pages.write_table(table, work, out)).read()
+  assert "## Diagnostics" in page and "| target reached at | dh_T/dh_1 | h_T memory |" in page
+  assert f"| {row.id} | 0 | 4 | 2 | {d['gradient_reach']:.3g} | " in page
+  assert diagnostics.cell("memory_probe", probe) in page
+  assert open(pages.write_table(table, str(tmp_path / "none"), out)).read() == page
 
-  def exploding(*args, **kwargs):
-    c = real(*args, **kwargs)
-    c.optim.learning_rate = 1e30  # the first update overflows
-    c.optim.lr_vector_field = 1e30
-    c.train.log_every = 1
-    return c
 
-  monkeypatch.setattr(long_memory, "run_config", exploding)
-  work, page = tmp_path / "runs", tmp_path / "page.md"
-  assert long_memory.main(["--runs", run.id, "--workdir", str(work), "--out", str(page)]) == 0
-  result = json.loads((work / run.id / "result.json").read_text())
-  assert result["diverged"]["step"] >= 1
-  assert "**diverged** at step" in page.read_text()
-  assert long_memory.main(["--runs", run.id, "--workdir", str(work), "--out", str(page)]) == 0
+def test_a_row_runs_through_the_harness_command_line(tmp_path):
+  work, out = tmp_path / "runs", tmp_path / "pages"
+  assert cli.main(["long-memory-adding", "--rows", "t1000-lstm", "--smoke", "--workdir",
+                   str(work), "--out", str(out)]) == 0
+  result = json.loads((work / "long-memory-adding" / "t1000-lstm" / "seed0" /
+                       runner.RESULT).read_text())
+  assert result["smoke"] and result["steps"] == 2
+  assert set(result["diagnostics"]) == {"target_reached", "gradient_reach", "memory_probe"}
+  assert result["diagnostics"]["memory_probe"]["n"] == 68
+  page = (out / "long-memory-adding.md").read_text()
+  assert "| adding T=1000 | LSTM | val_loss |" in page and "| t1000-lstm | 0 | 2 |" in page
+  assert "| adding T=5000 | NC-GRU | val_loss |" in page and "**not run**" in page
+  assert "[long-memory-adding](long-memory-adding.md)" in (out / "README.md").read_text()
 
 
-def test_the_adding_lvf_runs_are_divergence_free_and_say_so(tmp_path):
-  for t in (1000, 5000, 10000):
-    run = long_memory.RUNS[f"adding-t{t}-lvf"]
-    cell = long_memory.run_config(run).model.cell
-    assert cell.divergence_free is True and cell.activation == "modrelu"
-  assert long_memory.run_config(long_memory.RUNS["copy-t1000-exprnn"]).model.name == "exprnn"
-  text = open(long_memory.report(str(tmp_path / "none"), str(tmp_path / "page.md"))).read()
-  assert "| adding | 1000 | lvf (divergence_free=True, activation=modrelu) | 50 | 10000 | not run yet" in text
+def _record(loss: float, steps: int = 10) -> dict:
+  return {"seed": 0, "steps": steps, "metrics": {"val_loss": loss, "test_loss": loss}}
+
+
+def test_a_study_row_is_judged_against_its_floor_alone():
+  table = rows.get("long-memory-adding")
+  row = table.row("t1000-ncgru")
+  floor = runner.row_floors(row, [])["val_loss"][0]
+  assert floor == pytest.approx(1 / 6, rel=1e-3)  # adding's no-memory MSE
+  assert pages.row_verdict(table, row, []).category == verdict_lib.NOT_RUN
+  assert pages.row_verdict(table, row, [_record(floor)]).category == verdict_lib.AT_FLOOR
+  assert pages.row_verdict(table, row, [_record(5.0)]).category == verdict_lib.AT_FLOOR
+  assert pages.row_verdict(table, row, [_record(1e-4)]).category == ""
+  smoke = {**_record(1e-4), "smoke": True}  # a smoke record is no run
+  assert pages.row_verdict(table, row, [smoke]).category == verdict_lib.NOT_RUN
+
+
+@pytest.mark.parametrize("table_id", STUDY)
+def test_the_committed_pages_are_their_records_pages(table_id, tmp_path):
+  table = rows.get(table_id)
+  stored = archive.load(archive.path_for(DOCS, table_id))
+  assert set(stored["rows"]) <= {r.id for r in table.rows}
+  for entry in stored["rows"].values():
+    for record in entry["seeds"].values():
+      assert not record["smoke"] and record["table"] == table_id
+      assert set(record["diagnostics"]) == set(table.row(record["row"]).diagnostics)
+  figure = os.path.join(DOCS, f"{table_id}.png")
+  text = pages.table_markdown(table, str(tmp_path), figure if os.path.exists(figure) else None,
+                              stored)
+  with open(os.path.join(DOCS, f"{table_id}.md")) as f:
+    assert f.read() == text
