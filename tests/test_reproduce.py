@@ -267,6 +267,10 @@ def test_a_row_short_of_its_budget_never_meets():
   assert verdict_lib.judge({}, _records([0.5])).category == ""  # a stand-in
   diverged = [{"metrics": {}, "steps": 100, "diverged_at": 21}]
   assert verdict_lib.judge(paper, diverged, budget=100).category == "misses"
+  # fewer seeds than the row plans is short of its budget too
+  one_of_three = verdict_lib.judge(paper, _records([0.099]), budget=100, seeds=3)
+  assert one_of_three.category == "partial"
+  assert verdict_lib.judge(paper, _records([0.099] * 3), budget=100, seeds=3).category == "meets"
 
 
 def test_the_tolerance_is_two_standard_errors_or_the_relative_one():
@@ -299,15 +303,20 @@ def test_a_loss_ten_times_better_than_the_paper_is_flagged_without_a_note():
 
 
 def test_the_page_flags_a_far_better_row_and_prints_its_floor(tmp_path):
-  table = rows.get("lvf-t4")
+  noted = rows.get("lvf-t4")
+  assert noted.row("copy-urnn").differs  # the real row says which settings differ
+  table = dataclasses.replace(noted, rows=tuple(
+      dataclasses.replace(r, differs="") if r.id == "copy-urnn" else r for r in noted.rows))
   row = table.row("copy-urnn")
-  assert not row.differs
   _fake_result(tmp_path, table, row, 0, {"test_loss": 4.9e-8, "test_accuracy": 100.0},
                steps=row.steps)
   page = harness.table_markdown(table, str(tmp_path))
   line = next(l for l in page.splitlines() if l.startswith(f"| {row.task} | {row.model} |"))
   assert "beats **(better than the paper by more than 10x" in line
   assert "| 0.0035 | 0.09452 (no-memory loss) |" in line
+  page = harness.table_markdown(noted, str(tmp_path))
+  line = next(l for l in page.splitlines() if l.startswith(f"| {row.task} | {row.model} |"))
+  assert "beats" in line and "better than the paper by more than 10x" not in line
 
 
 def test_floors_of_music_and_ptb_are_the_papers_no_memory_models():
@@ -610,6 +619,8 @@ def test_zoo_rejects_unknown_names():
     zoo.load("no-such-model")
 
 
+#: The committed pages and their archives of per-seed records.
+PAGES = os.path.join(runner.ROOT, "docs", "reproduction")
 #: Least relative tolerance of a card's check: a few float32 units in the last place.
 ROUNDING_FLOOR = 8 * float(np.finfo(np.float32).eps)
 
@@ -625,9 +636,11 @@ def test_every_released_model_reevaluates_to_its_card(name, tfds_dir):
     # measured by lvf_jax.zoo.rounding_tolerance when the card was written
     rel = max(info["check"]["tolerance"][key], ROUNDING_FLOOR)
     assert got[key] == pytest.approx(want, rel=rel, abs=1e-6), key
-  # the card names a real row, and its recorded run met the paper
+  # the card names a real row, and the row's archived records (every seed) meet the paper
   row = rows.get(info["table"]).row(info["row"])
-  assert runner.judge_row(row, [info["result"]]).category in ("meets", "beats")
+  stored = archive.load(archive.path_for(PAGES, info["table"]))
+  records = list(stored["rows"][row.id]["seeds"].values())
+  assert runner.judge_row(row, records).category in ("meets", "beats")
   assert info["check"]["metrics"]["loss"] == pytest.approx(
       info["result"]["metrics"]["test_loss"], rel=2e-3)
 

@@ -10,7 +10,7 @@ decided (:data:`CATEGORIES` says each one in a sentence, as the index page print
 - ``at floor``: some metric is no better than the task's floor
   (:mod:`experiments.reproduce.floors`) by more than its tolerance; ``at floor, as the
   paper`` when the paper's own value is also within that tolerance of the floor;
-- ``partial``: fewer steps than the budget;
+- ``partial``: fewer steps than the budget, or fewer seeds than the row plans;
 - ``misses``: some metric is worse than the paper by more than its tolerance, or a seed's
   loss went non-finite;
 - ``beats``: every metric better than the paper by more than its tolerance;
@@ -50,7 +50,8 @@ CATEGORIES = {
             "differs, and the page flags the row without one"),
     MISSES: ("the mean over seeds is worse than the paper's value by more than the tolerance, "
              "or a seed's loss went non-finite"),
-    PARTIAL: "the runs stopped before the full budget (never meets)",
+    PARTIAL: ("the runs stopped before the full budget, or fewer seeds ran than the row plans "
+              "(never meets)"),
     AT_FLOOR: ("the mean over seeds is no better than the task's floor (a model without "
                "memory) by more than the tolerance (never meets); 'at floor, as the paper' "
                "when the paper's value is within the tolerance of the floor too"),
@@ -128,7 +129,8 @@ def far_better(metric: str, values: Sequence[float], paper: float) -> bool:
 
 
 def judge(paper: dict, records: list, *, floors: Optional[dict] = None,
-          budget: Optional[int] = None, differs: str = "") -> Verdict:
+          budget: Optional[int] = None, seeds: Optional[int] = None,
+          differs: str = "") -> Verdict:
   """The verdict of a row from its per-seed records.
 
   Args:
@@ -136,6 +138,7 @@ def judge(paper: dict, records: list, *, floors: Optional[dict] = None,
     records: the per-seed results (``metrics``, ``steps``, ``diverged_at``).
     floors: ``{metric: floor}`` (or ``{metric: (floor, what)}``) of the row's task.
     budget: the steps of the full budget (None: no budget to check).
+    seeds: the number of seeds the row plans (None: any number is its budget).
     differs: the row's note on which setting differs from the paper.
   """
   if not paper:
@@ -148,6 +151,8 @@ def judge(paper: dict, records: list, *, floors: Optional[dict] = None,
   if floor_category:
     return Verdict(floor_category)
   if budget and any(int(r.get("steps") or 0) < int(budget) for r in records):
+    return Verdict(PARTIAL)
+  if seeds and len(records) < int(seeds):
     return Verdict(PARTIAL)
   if len(finite) < len(records) or any(not v for v in values.values()):
     return Verdict(MISSES)

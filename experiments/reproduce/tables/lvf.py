@@ -183,7 +183,7 @@ T4_LITERAL = Row(id="copy-lvf-literal", task="copy T=200", model="lvfRNN (Table 
 T4_DIVFREE = Row(id="copy-lvf-divfree", task="copy T=200",
                  model="lvfRNN with div V = 0 (an orthogonal RNN)",
                  paper={"test_loss": 2.1e-2, "test_accuracy": 95.0},
-                 config="copy.py:lvf_divfree", paper_params="11k", steps=20000, seeds=3,
+                 config="copy.py:lvf_divfree", paper_params="11k", steps=20000,
                  note=("the hard constraint of Sec. 4.3: with div V = 0, D_V is skew and the "
                        "midpoint map orthogonal (Thm. 1), so this is the lvfRNN's orthogonal "
                        "special case, not the model of Table 5; Adam 3e-4 for 20,000 steps, "
