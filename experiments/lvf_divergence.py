@@ -45,7 +45,7 @@ BASE = "copy.py:lvf_literal"
 SEQUENCE = 220  # copy T = 200 with K = 10: T + 2K steps through C_V
 
 #: name -> (hypothesis it tests, config overrides on the literal preset, steps or None for
-#: ``--steps``). The last three are the soft-penalty presets tried for the copy row.
+#: ``--steps``). The ``soft-*`` trials are the soft-penalty presets tried for the copy row.
 SOFT = {"model.cell.div_penalty": 10.0, "optim.lr_vector_field": 1e-5}
 TRIALS = {
     "literal": ("Table 5 as printed", {}, None),
@@ -78,6 +78,14 @@ TRIALS = {
     "soft-adam-1e-3-clip-1": ("preset: as above with the gradient clipped to norm 1",
                               {**SOFT, "optim.learning_rate": 1e-3, "optim.clip_norm": 1.0},
                               4000),
+    "soft-clip-lr-vf-3e-5": ("preset: as above with V at Adam 3e-5",
+                             {**SOFT, "optim.learning_rate": 1e-3, "optim.clip_norm": 1.0,
+                              "optim.lr_vector_field": 3e-5}, 4000),
+    "soft-clip-separate-1e-4": ("preset: as above with separate_divergence, V and its "
+                                "divergence at Adam 1e-4",
+                                {**SOFT, "optim.learning_rate": 1e-3, "optim.clip_norm": 1.0,
+                                 "optim.lr_vector_field": 1e-4,
+                                 "model.cell.separate_divergence": True}, 4000),
 }
 
 
