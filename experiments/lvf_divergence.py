@@ -322,8 +322,10 @@ def plot_trained(records: dict, path: str) -> Optional[str]:
   del matplotlib
   rows = sorted({records[k]["row"] for k in keys})
   fig = Figure(figsize=(4.2 * len(rows), 4.2))
+  first = None
   for i, row in enumerate(rows):
-    ax = fig.add_subplot(1, len(rows), i + 1)
+    ax = fig.add_subplot(1, len(rows), i + 1, sharey=first)  # one scale: the rows compare
+    first = first or ax
     ax.axhline(1.0, color="0.6", lw=0.8)
     for k in keys:
       if records[k]["row"] == row:
