@@ -178,7 +178,8 @@ T3_LITERAL = Row(id="jsb-lvf-literal", task="JSB", model="lvfRNN (Table 5 litera
 T4_LITERAL = Row(id="copy-lvf-literal", task="copy T=200", model="lvfRNN (Table 5 literal)",
                  paper={"test_loss": 2.1e-2, "test_accuracy": 95.0},
                  config="copy.py:lvf_literal", paper_params="11k", steps=10000, seeds=3,
-                 note=LITERAL_NOTE.format("copy.py:lvf_literal", "copy.py"))
+                 note=("Table 5 exactly as printed (the preset `copy.py:lvf_literal`); why it "
+                       "diverges, one change at a time: `docs/LVF_DIVERGENCE.md`"))
 
 T4_DIVFREE = Row(id="copy-lvf-divfree", task="copy T=200",
                  model="lvfRNN with div V = 0 (an orthogonal RNN)",
