@@ -1,0 +1,50 @@
+"""The lvfRNN divergence study (experiments/lvf_divergence.py) against the library's maps."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from experiments import lvf_divergence as study
+from lvf_jax import geometry
+
+
+def _field(n, seed, scale=0.01):
+  rng = np.random.default_rng(seed)
+  v = np.asarray(geometry.doubly_stochastic()(jax.random.key(seed), (n, n)), np.float64)
+  return v + scale * rng.standard_normal((n, n)) * (1 - np.eye(n))
+
+
+@pytest.mark.parametrize("integrator", ["midpoint", "euler", "exp"])
+def test_spectrum_of_field_is_the_librarys_map(integrator):
+  v, tau = _field(12, 0), 3.0
+  got = study.spectrum_of_field(v, tau, integrator)
+  c = np.asarray(geometry.get_integrator(integrator)(
+      geometry.directional_derivative(jnp.asarray(v, jnp.float32)), tau), np.float64)
+  # float32 map of a 12 x 12 field of entries below 1: relative rounding well under 1e-4
+  assert got["radius"] == pytest.approx(np.abs(np.linalg.eigvals(c)).max(), rel=1e-4)
+  div = np.asarray(geometry.divergence(jnp.asarray(v, jnp.float32)), np.float64)
+  assert got["div_max"] == pytest.approx(np.abs(div).max(), rel=1e-4, abs=1e-6)
+  assert got["growth"] == pytest.approx(got["radius"] ** study.SEQUENCE)
+  if integrator == "midpoint":  # Bendixson: the radius is bounded by the largest divergence
+    m = got["div_max"]
+    assert got["radius"] <= (1 + tau * m / 2) / (1 - tau * m / 2) * (1 + 1e-9)
+
+
+def test_a_literal_trial_records_its_first_step_and_the_page_reads_the_records(tmp_path):
+  record = study.trial("literal", 0, steps=2, probe_every=1, log=lambda *_: None)
+  assert [p["step"] for p in record["probes"]] == [0, 1, 2]
+  assert record["probes"][0]["div_max"] < 1e-5  # Alg. 2: doubly stochastic, div V = 0
+  assert record["probes"][1]["div_max"] > 1e-4  # one Adam step gives it a divergence
+  grid = {(g["tau"], g["lr"]): g for g in record["first_step_grid"]}
+  assert len(grid) == 16
+  # the grid rescales the recorded step: at the preset's own tau and rate it is step 1
+  own = grid[(15.0, 1e-4)]
+  assert own["radius"] == pytest.approx(record["probes"][1]["radius"], rel=1e-6)
+  assert grid[(15.0, 1e-6)]["radius"] < own["radius"]
+  page = tmp_path / "page.md"
+  study.write_page({"literal/seed0": record}, str(page))
+  text = page.read_text()
+  assert "| `literal` | Table 5 as printed | 0 | 2 |" in text
+  assert f"{own['radius']:.5f}" in text
+  assert "## What decides it" in text
