@@ -446,7 +446,15 @@ def write_page(records: dict, path: str = PAGE) -> str:
               *trained_lines(records), ""]
     if figure:
       rel = os.path.relpath(figure, os.path.dirname(path))
-      lines += [f"![eigenvalues of the trained C_V]({rel})", ""]
+      runs = sorted({(records[k]["row"], records[k]["seed"], records[k]["run"]["commit"],
+                      records[k]["run"]["machine"], records[k]["run"]["date"])
+                     for k in trained_keys})
+      lines += [f"![eigenvalues of the trained C_V]({rel})", "",
+                "*Modulus against angle of the eigenvalues of each trained `C_V`, drawn by "
+                "`python -m experiments.lvf_divergence --report-only` from the records above; "
+                "the runs: " + "; ".join(f"{row} seed {seed} at {commit}, {machine}, {date}"
+                                         for row, seed, commit, machine, date in runs) + ".*",
+                ""]
   lines += copy_row_lines() + jsb_lines()
   lines += ["## Runs", "", *provenance_lines(records), ""]
   with open(path, "w") as f:
