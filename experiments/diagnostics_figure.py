@@ -63,15 +63,13 @@ def main(argv=None) -> None:
 
 def write_provenance(figure: str, argv) -> str:
   """Writes ``<figure>.txt``: the command, commit, machine and date that drew ``figure``."""
-  import datetime  # pylint: disable=g-import-not-at-top
   import sys  # pylint: disable=g-import-not-at-top
   from experiments.reproduce import harness  # pylint: disable=g-import-not-at-top
   args = sys.argv[1:] if argv is None else list(argv)
-  date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
   path = os.path.splitext(figure)[0] + ".txt"
   with open(path, "w") as f:
     command = " ".join(["python -m experiments.diagnostics_figure", *args])
-    f.write(f"`{command}` at {harness.git_commit()}, {harness.machine()}, {date}\n")
+    f.write(f"`{command}` at {harness.git_commit()}, {harness.machine()}, {harness.utc_now()}\n")
   return path
 
 

@@ -22,7 +22,6 @@ Records: ``docs/results/lvf_divergence.json``; page: ``docs/LVF_DIVERGENCE.md``.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import sys
@@ -33,14 +32,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments.reproduce import harness
+from experiments.reproduce import archive, harness
 from lvf_jax import geometry
 from lvf_jax.train import builders, loop
+from lvf_jax.train import config as config_lib
 
 ROOT = harness.ROOT
 RECORDS = os.path.join(ROOT, "docs", "results", "lvf_divergence.json")
 PAGE = os.path.join(ROOT, "docs", "LVF_DIVERGENCE.md")
 FIGURE = os.path.join(ROOT, "docs", "figures", "lvf_copy_spectrum.png")
+PAGES = os.path.join(ROOT, "docs", "reproduction")  # the harness's pages and their records
 BASE = "copy.py:lvf_literal"
 SEQUENCE = 220  # copy T = 200 with K = 10: T + 2K steps through C_V
 
@@ -93,11 +94,7 @@ def config_for(overrides: dict, seed: int, steps: int):
   """The literal preset with ``overrides`` (dotted keys), ``seed`` and ``steps``."""
   c = harness.load_config(BASE)
   for key, value in overrides.items():
-    node = c
-    *parents, leaf = key.split(".")
-    for p in parents:
-      node = node[p]
-    node[leaf] = value
+    config_lib.set_field(c, key, value)
   c.train.seed = seed
   c.train.steps = steps
   return c
@@ -120,11 +117,15 @@ def field_probe(params: dict, cell_config) -> dict:
                            str(cell_config.integrator))
 
 
-def _c_v(v: np.ndarray, tau: float, integrator: str) -> np.ndarray:
-  """``C_V`` of the field ``v`` in float64 (eqs. 5, 16 or 3)."""
+def _d_v(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """``(div V, D_V)`` of the field ``v`` in float64 (eqs. 8-10)."""
   div = v.sum(axis=0) - v.sum(axis=1)  # eq. 8
-  d_v = (v.T - v) - np.diag(div)  # eqs. 9-10
-  eye = np.eye(len(v))
+  return div, (v.T - v) - np.diag(div)  # eqs. 9-10
+
+
+def _c_v(d_v: np.ndarray, tau: float, integrator: str) -> np.ndarray:
+  """``C_V`` of ``D_V`` in float64 (eqs. 5, 16 or 3)."""
+  eye = np.eye(len(d_v))
   if integrator == "midpoint":
     return np.linalg.solve(eye + tau / 2 * d_v, eye - tau / 2 * d_v)  # eq. 16
   if integrator == "euler":
@@ -135,9 +136,8 @@ def _c_v(v: np.ndarray, tau: float, integrator: str) -> np.ndarray:
 
 def spectrum_of_field(v: np.ndarray, tau: float, integrator: str) -> dict:
   """Divergence and ``C_V``'s spectral radius of the field ``v`` at ``tau``."""
-  div = v.sum(axis=0) - v.sum(axis=1)  # eq. 8
-  d_v = (v.T - v) - np.diag(div)  # eqs. 9-10
-  c_v = _c_v(v, tau, integrator)
+  div, d_v = _d_v(v)
+  c_v = _c_v(d_v, tau, integrator)
   radius = float(np.max(np.abs(np.linalg.eigvals(c_v))))
   sigma = np.linalg.svd(c_v, compute_uv=False)
   return {"div_norm": float(np.linalg.norm(div)), "div_max": float(np.max(np.abs(div))),
@@ -194,7 +194,7 @@ def trained(run_dir: str) -> tuple[str, dict]:
   cell = jax.device_get(_locate_cell(variables["params"]))
   v = effective_field(cell, c.model.cell)
   tau, integrator = float(c.model.cell.tau), str(c.model.cell.integrator)
-  eigs = np.linalg.eigvals(_c_v(v, tau, integrator))
+  eigs = np.linalg.eigvals(_c_v(_d_v(v)[1], tau, integrator))
   record = {"trial": f"trained {result['row']}", "row": result["row"], "seed": result["seed"],
             "best_validation_step": result["best_validation_step"],
             "metrics": {k: result["metrics"][k] for k in ("test_loss", "test_accuracy")
@@ -220,22 +220,15 @@ def provenance() -> dict:
   """Command, commit, machine and date of this process."""
   return {"command": "python -m experiments.lvf_divergence " + " ".join(sys.argv[1:]),
           "commit": harness.git_commit(), "machine": harness.machine(),
-          "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+          "date": harness.utc_now()}
 
 
 def load_records() -> dict:
-  if not os.path.exists(RECORDS):
-    return {}
-  with open(RECORDS) as f:
-    return json.load(f)
+  return archive.load(RECORDS)
 
 
 def save_records(records: dict) -> None:
-  os.makedirs(os.path.dirname(RECORDS), exist_ok=True)
-  with open(RECORDS + ".tmp", "w") as f:
-    json.dump(records, f, indent=1, sort_keys=True)
-    f.write("\n")
-  os.replace(RECORDS + ".tmp", RECORDS)
+  archive.save(RECORDS, records)
 
 
 def _fmt(x, digits=3) -> str:
@@ -341,14 +334,13 @@ def plot_trained(records: dict, path: str) -> Optional[str]:
   return path
 
 
-def copy_row_lines(archive_path: str = os.path.join(ROOT, "docs", "reproduction", "results",
-                                                    "lvf-t4.json")) -> list[str]:
+def copy_row_lines(archive_path: str = archive.path_for(PAGES, "lvf-t4")) -> list[str]:
   """The verdict of the copy row whose divergence stays free, from the harness's records."""
   from experiments.reproduce import rows, runner  # pylint: disable=g-import-not-at-top
-  if not os.path.exists(archive_path):
+  stored = archive.load(archive_path).get("rows")
+  if stored is None:
     return []
-  with open(archive_path) as f:
-    seeds = list(json.load(f)["rows"].get("copy-lvf", {}).get("seeds", {}).values())
+  seeds = list(stored.get("copy-lvf", {}).get("seeds", {}).values())
   row = rows.get("lvf-t4").row("copy-lvf")
   if not seeds:
     return ["## The copy row", "", "`copy-lvf` has no record yet.", ""]
@@ -369,13 +361,11 @@ JSB_ROWS = (("jsb-lvf", "V at Adam 1e-4 (`configs/jsb.py:lvf`)"),
             ("jsb-lvf-literal", "V at Adam 1.5e-3, Table 5 as printed"))
 
 
-def jsb_lines(archive_path: str = os.path.join(ROOT, "docs", "reproduction", "results",
-                                               "lvf-t3.json")) -> list[str]:
+def jsb_lines(archive_path: str = archive.path_for(PAGES, "lvf-t3")) -> list[str]:
   """The JSB rows that differ only in the learning rate of ``V``, from the harness's records."""
-  if not os.path.exists(archive_path):
+  stored = archive.load(archive_path).get("rows")
+  if stored is None:
     return []
-  with open(archive_path) as f:
-    stored = json.load(f)["rows"]
   lines = ["## JSB", "",
            "Table 5's JSB row (`tau = 1`, explicit Euler, 3 layers of 300 units, Adam 1.5e-3) "
            "against the same preset with `V` at Adam 1e-4; test NLL per frame from the "

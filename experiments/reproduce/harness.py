@@ -16,7 +16,7 @@ from experiments.reproduce.runner import (  # noqa: F401
     BASE_SEED, LOCK, RESULT, ROOT, SMOKE_DATA, _lock, _run_lock, budget_of, command,
     compute_row, git_commit, judge_row, last_of_run, load_config, machine, metrics_of_run,
     read_result, reevaluate_row, release_row, results_of_row, row_config, row_dir, run_row,
-    shrink_data, shrink_for_smoke, started_at_commit, usable_cores, wall_covers_run,
-    write_result)
+    shrink_data, shrink_for_smoke, started_at_commit, usable_cores, utc_now,
+    wall_covers_run, write_result)
 from experiments.reproduce.verdict import (  # noqa: F401
     CATEGORIES, EXACT, LOWER_IS_BETTER, Verdict, judge)

@@ -171,6 +171,11 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+def utc_now() -> str:
+  """The current time as the records write it (``'YYYY-MM-DD HH:MM UTC'``, sortable)."""
+  return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def machine() -> str:
   """The CPU model and the cores the run may use (or the JAX accelerator), for the tables."""
   import jax  # pylint: disable=g-import-not-at-top
@@ -269,7 +274,7 @@ def compute_row(table: Table, row: Row, workdir: str, log=print) -> dict:
       "arguments": row.analytic_args, "steps": 0, "paper_steps": None, "parameters": None,
       "metrics": values, "diverged_at": None, "wall_seconds": round(time.time() - t0, 1),
       "machine": machine(), "commit": commit,
-      "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+      "date": utc_now(),
       "command": command(table, row), "smoke": False,
   }
   write_result(run_dir, result)
@@ -350,7 +355,7 @@ def run_row(table: Table, row: Row, workdir: str, *, seed: int = 0,
       "wall_complete": wall_covers_run(summary.get("resumed_from"), done),
       "resumed_from": summary.get("resumed_from"),
       "machine": machine(), "commit": commit,
-      "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+      "date": utc_now(),
       "command": command(table, row, steps=steps if steps and steps != row.steps else None),
       "smoke": smoke,
   }
@@ -416,8 +421,7 @@ def _reevaluate_seed(run_dir: str, result: dict, where: str, log) -> Optional[di
     return None
   added = sorted(set(metrics) - set(test))
   stamp = {"commit": started_at_commit(), "keys": added,
-           "date": datetime.datetime.now(datetime.timezone.utc).strftime(
-               "%Y-%m-%d %H:%M UTC")}
+           "date": utc_now()}
   summary["test_at_best_validation"] = {**test, **{k: metrics[k] for k in added}}
   summary["reevaluated"] = stamp
   _write_json(os.path.join(run_dir, "summary.json"), summary)

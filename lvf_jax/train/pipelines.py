@@ -455,11 +455,15 @@ class NextStepPipeline(_HostPipeline):
     crop = f", cropped to {self.max_len} steps" if self.max_len else ""
     return f"{self.name} ({len(self.train)} training {kind} sequences{crop})"
 
+  def _train_targets(self) -> list[np.ndarray]:
+    """The predicted (target) frames of each training sequence, in its stored dtype."""
+    stop = self.max_len + 1 if self.max_len else None
+    return [np.asarray(r[self._key])[1:stop]
+            for r in self.train.records(range(len(self.train)))]
+
   def _train_frames(self) -> np.ndarray:
     """Every predicted (target) frame of the training split, ``(frames, D)`` float64."""
-    frames = [np.asarray(r[self._key], np.float64)
-              for r in self.train.records(range(len(self.train)))]
-    return np.concatenate([f[1:self.max_len + 1 if self.max_len else None] for f in frames])
+    return np.concatenate(self._train_targets()).astype(np.float64)
 
   @functools.lru_cache(maxsize=None)
   def baseline_loss(self) -> float:
@@ -520,7 +524,7 @@ class NextStepPipeline(_HostPipeline):
   @functools.lru_cache(maxsize=None)
   def mean_train_frames(self) -> float:
     """Mean number of predicted frames of a training sequence."""
-    return float(len(self._train_frames()) / len(self.train))
+    return float(np.mean([len(t) for t in self._train_targets()]))
 
   def metrics(self, outputs: Array, batch) -> dict:
     del outputs, batch
