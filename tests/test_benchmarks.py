@@ -221,3 +221,23 @@ def test_scaling_benchmark_segments_json_and_plot(tmp_path):
   assert image.shape[0] > 100 and float(np.std(image[..., :3])) > 0.01
   scaling.main(["--T", "--json", str(log), "--plot", str(tmp_path / "again.png")])
   assert (tmp_path / "again.png").stat().st_size > 1000
+
+
+def test_flax_idioms_benchmark_writes_records_and_its_verdict_can_fail(tmp_path):
+  import flax_idioms
+  out, records = tmp_path / "idioms.md", tmp_path / "idioms.json"
+  assert flax_idioms.main(["--cells", "exprnn", "lstm", "--n", "6", "--batch", "2",
+                           "--enc-steps", "3", "--dec-steps", "2", "--vocab", "4",
+                           "--repeats", "1", "--warmup", "0", "--out", str(out),
+                           "--json", str(records)]) == 0
+  data = json.loads(records.read_text())
+  assert set(data["cells"]) == {"exprnn", "lstm"}
+  for rec in data["cells"].values():
+    assert set(rec["ms"]) >= {"nn.RNN", "prepared", "Recurrent", "step only", "floor",
+                              "prepare"}
+    assert rec["budget"] == pytest.approx(rec["ms"]["step only"] + 2 * rec["ms"]["prepare"])
+  assert "| exprnn | 6 |" in out.read_text() and "Command: python benchmarks/flax_idioms.py" \
+      in out.read_text()
+  ok = flax_idioms.verdict({"prepared": 10.0, "step only": 6.0, "prepare": 2.0})
+  late = flax_idioms.verdict({"prepared": 12.0, "step only": 6.0, "prepare": 2.0})
+  assert ok["within"] and not late["within"] and late["prepared / budget"] == pytest.approx(1.2)

@@ -12,8 +12,8 @@ import typing
 from typing import Any
 
 from lvf_jax.cells.antisymmetric import AntisymmetricRNNCell, GatedAntisymmetricRNNCell
-from lvf_jax.cells.base import (ACTIVATIONS, InputProjection, KernelCell, StructuredCell,
-                                compute_dtype)
+from lvf_jax.cells.base import (ACTIVATIONS, InputProjection, KernelCell, PreparedCell,
+                                StructuredCell, compute_dtype)
 from lvf_jax.cells.baselines import GRUCell, LSTMCell, OrthInitRNNCell, TanhRNNCell
 from lvf_jax.cells.lvf import LVFRNNCell
 from lvf_jax.cells.ncgru import NCGRUCell
@@ -108,7 +108,7 @@ __all__ = [
     "ACTIVATIONS", "AntisymmetricRNNCell", "CELLS", "EUNNParams", "EURNNCell", "ExpRNNCell",
     "FullCapacityURNNCell", "GORUCell", "GRUCell", "GatedAntisymmetricRNNCell",
     "InputProjection", "KRUCell", "KernelCell", "LSTMCell", "LVFRNNCell", "NCGRUCell",
-    "NNRNNCell", "OrthInitRNNCell", "ScoRNNCell", "SoftOrthogonalRNNCell", "StructuredCell",
-    "TanhRNNCell", "URNNCell",
+    "NNRNNCell", "OrthInitRNNCell", "PreparedCell", "ScoRNNCell", "SoftOrthogonalRNNCell",
+    "StructuredCell", "TanhRNNCell", "URNNCell",
     "OPTION_TYPES", "cell_fields", "cell_options", "compute_dtype", "make_cell",
 ]

@@ -17,10 +17,14 @@ recurrence step (see ``docs/ARCHITECTURE.md``):
   only the cell's static hyperparameters, never a parameter), callable on an unbound cell.
 
 ``__call__(carry, x) = step(prepare(), carry, project_inputs(x))`` follows
-:class:`flax.linen.RNNCellBase`, so every cell also runs inside :class:`flax.linen.RNN` and
-:class:`flax.linen.Bidirectional`. There the recurrent matrix is recomputed at *every time
-step* (an ``O(n^3)`` matrix function per step); use :class:`lvf_jax.layers.Recurrent`,
-which calls ``prepare`` once per sequence.
+:class:`flax.linen.RNNCellBase`, so every cell also runs inside :class:`flax.linen.RNN`,
+:class:`flax.linen.Bidirectional`, :func:`flax.linen.scan` and a user's own cell. There the
+plain cell recomputes its matrix at *every time step* (an ``O(n^3)`` matrix function per
+step, forward and backward); ``cell.prepared()`` (:class:`PreparedCell`) evaluates
+``prepare`` once, outside the loop, for those idioms, and :class:`lvf_jax.layers.Recurrent`
+calls it once per sequence itself. ``carry_options(carry)`` checks a carry against the cell
+(the structured cells' parameter shapes are fixed by ``features``; the LSTM and GRU take
+their width from the carry, as Flax's cells do).
 
 Dtypes: parameters live in ``param_dtype`` (float32) and the matrix functions are evaluated
 in it; the computation dtype is ``dtype`` if given, else the standard JAX promotion of the
@@ -419,7 +423,8 @@ class StructuredCell(nn.RNNCellBase):
     raise NotImplementedError
 
   def __call__(self, carry: Any, inputs: Array) -> tuple[Any, Array]:
-    """One step ``step(prepare(), carry, project_inputs(inputs))`` (recomputes ``prepare``).
+    """One step ``step(prepare(), carry, project_inputs(inputs))`` (recomputes ``prepare``;
+    :meth:`prepared` evaluates it once for a whole sequence).
 
     Args:
       carry: hidden state ``(*batch, features)`` from :meth:`initialize_carry`.
@@ -427,10 +432,67 @@ class StructuredCell(nn.RNNCellBase):
 
     Returns:
       ``(new_carry, output)``.
+
+    Raises:
+      ValueError: for a carry whose width the cell's parameters do not fit
+        (:meth:`carry_options`).
     """
-    u = self.project_inputs(inputs)
+    options = self.carry_options(carry)
+    u = self.project_inputs(inputs, **options)
     dtype = input_dtype(u)
-    return self.step(self.prepare(dtype=dtype), cast_tree(carry, dtype), u)
+    return self.step(self.prepare(dtype=dtype, **options), cast_tree(carry, dtype), u)
+
+  @nn.nowrap
+  def carry_options(self, carry: Any) -> dict[str, Any]:
+    """The keyword arguments of ``prepare`` / ``project_inputs`` / ``input_weights`` for
+    ``carry``: none for a structured cell, whose parameter shapes ``features`` fixes, once
+    the carry's widths (the last axis of every leaf) are checked against
+    :meth:`initialize_carry`'s.
+
+    Raises:
+      ValueError: naming both widths, for a carry of another width or structure.
+    """
+    template = self.clone(parent=None)  # unbound: reads attributes, never runs setup
+    expected = jax.eval_shape(lambda: template.initialize_carry(jax.random.key(0), (1,)))
+    want = [s.shape[-1] for s in jax.tree_util.tree_leaves(expected)]
+    got = [np.shape(leaf)[-1] if np.ndim(leaf) else None
+           for leaf in jax.tree_util.tree_leaves(carry)]
+    if got != want:
+      raise ValueError(
+          f"{type(self).__name__}: the carry has width {_widths(got)}, but this cell was "
+          f"built with features={self.features}, whose carry has width {_widths(want)} "
+          f"(initialize_carry). A structured cell's parameter shapes are fixed by "
+          f"'features': build it with the carry's width, or start from its "
+          f"initialize_carry.")
+    return {}
+
+  def prepared(self, dtype: Optional[Dtype] = None, *, carry: Any = None) -> "PreparedCell":
+    """This cell with :meth:`prepare` evaluated now, once: a cell for :class:`flax.linen.RNN`,
+    :class:`flax.linen.Bidirectional`, :func:`flax.linen.scan` or a user's own cell that
+    calls it at every step, where the plain cell would recompute its matrix function
+    (``expm``, Cayley solve, ``D_V``, ...) at every step, forward and backward.
+
+    Call it where the cell is bound (inside the ``nn.compact`` method or ``setup`` of the
+    module that owns it) and outside the loop; the loop then closes over the prepared
+    arrays, so the matrix function and its derivative run once per call of the enclosing
+    module, and the gradients reach the cell's parameters through them. The outputs and
+    gradients are those of the plain cell (tested). The input projection stays in the
+    step, as in Flax's cells.
+
+    Args:
+      dtype: the dtype of the prepared arrays (default: the cell's ``dtype``, else its
+        ``param_dtype``); the step casts them to its inputs' computation dtype.
+      carry: an example carry (only its shapes are read) for :class:`LSTMCell` /
+        :class:`GRUCell` with a carry wider or narrower than ``features``; checked against
+        the cell otherwise.
+
+    Returns:
+      A :class:`PreparedCell` (unbound, so that the module that receives it adopts it).
+    """
+    options = {} if carry is None else self.carry_options(carry)
+    prep = self.prepare(dtype=dtype, **options)
+    return PreparedCell(cell=self, prep=prep, options=tuple(sorted(options.items())),
+                        parent=None)
 
   @nn.nowrap
   def initialize_carry(self, rng: Any, input_shape: tuple[int, ...]) -> Any:
@@ -438,6 +500,53 @@ class StructuredCell(nn.RNNCellBase):
     batch_dims = tuple(input_shape[:-1])
     dtype = self._prep_dtype(None)
     return self.carry_init(rng, batch_dims + (self.features,), dtype)
+
+  @property
+  def num_feature_axes(self) -> int:
+    return 1
+
+
+def _widths(widths: list) -> str:
+  return str(widths[0]) if len(widths) == 1 else str(tuple(widths))
+
+
+class PreparedCell(nn.RNNCellBase):
+  """A structured cell whose :meth:`StructuredCell.prepare` output is computed once
+  (:meth:`StructuredCell.prepared`); each call is ``cell.step(prep, carry,
+  cell.project_inputs(inputs))``.
+
+  Attributes:
+    cell: the bound structured cell (its parameters stay where it was defined).
+    prep: the arrays of ``cell.prepare()``.
+    options: the ``(name, value)`` pairs given to ``prepare`` / ``project_inputs`` (an
+      LSTM's or GRU's carry width, :meth:`StructuredCell.carry_options`).
+  """
+
+  cell: Any
+  prep: Any
+  options: tuple = ()
+
+  def __call__(self, carry: Any, inputs: Array) -> tuple[Any, Array]:
+    """One step of the cell with the prepared arrays.
+
+    Raises:
+      ValueError: for a carry the arrays were not prepared for (both widths named).
+    """
+    options = self.cell.carry_options(carry)
+    if tuple(sorted(options.items())) != tuple(self.options):
+      n = self.cell.features
+      raise ValueError(
+          f"PreparedCell of {type(self.cell).__name__}: its arrays were prepared for a carry "
+          f"of width {dict(self.options).get('width', n)}, got a carry of width "
+          f"{options.get('width', n)}; call prepared(carry=...) with the loop's carry.")
+    u = self.cell.project_inputs(inputs, **options)
+    dtype = input_dtype(u)
+    return self.cell.step(cast_tree(self.prep, dtype), cast_tree(carry, dtype), u)
+
+  @nn.nowrap
+  def initialize_carry(self, rng: Any, input_shape: tuple[int, ...]) -> Any:
+    """The wrapped cell's :meth:`StructuredCell.initialize_carry`."""
+    return self.cell.initialize_carry(rng, input_shape)
 
   @property
   def num_feature_axes(self) -> int:

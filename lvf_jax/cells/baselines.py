@@ -72,21 +72,21 @@ class OrthInitRNNCell(TanhRNNCell):
 
 class _DenseParams(nn.Module):
   """The ``kernel`` (and ``bias``) of one Flax ``Dense`` block, created under this module's
-  name exactly as Flax's recurrent cells create them (same tree, same initial values)."""
+  name exactly as Flax's recurrent cells create them (same tree, same initial values); its
+  width is given at the call, as Flax's cells take it from the carry."""
 
-  features: int
   use_bias: bool
   kernel_init: base.Initializer
   bias_init: base.Initializer
   param_dtype: base.Dtype
 
   @nn.compact
-  def __call__(self, in_features: int) -> tuple[Array, Optional[Array]]:
-    kernel = self.param("kernel", self.kernel_init, (in_features, self.features),
+  def __call__(self, in_features: int, features: int) -> tuple[Array, Optional[Array]]:
+    kernel = self.param("kernel", self.kernel_init, (in_features, features),
                         self.param_dtype)
     bias = None
     if self.use_bias:
-      bias = self.param("bias", self.bias_init, (self.features,), self.param_dtype)
+      bias = self.param("bias", self.bias_init, (features,), self.param_dtype)
     return kernel, bias
 
 
@@ -119,12 +119,12 @@ class _FlaxGatedCell(base.StructuredCell):
                            lambda p: ((p["kernel"], p["bias"]), {}), in_loop)
 
   def setup(self):
-    n = base.check_features(type(self).__name__, self.features)
+    base.check_features(type(self).__name__, self.features)
     for gate in self.GATES:
       # setattr: 'if' (the LSTM's input-forget block) is a Python keyword.
-      setattr(self, f"i{gate}", _DenseParams(n, gate in self.INPUT_BIAS, self.kernel_init,
+      setattr(self, f"i{gate}", _DenseParams(gate in self.INPUT_BIAS, self.kernel_init,
                                              self.bias_init, self.param_dtype))
-      setattr(self, f"h{gate}", _DenseParams(n, gate in self.HIDDEN_BIAS,
+      setattr(self, f"h{gate}", _DenseParams(gate in self.HIDDEN_BIAS,
                                              self.recurrent_kernel_init,
                                              self._hidden_bias_init(gate), self.param_dtype))
 
@@ -133,20 +133,36 @@ class _FlaxGatedCell(base.StructuredCell):
     del gate
     return self.bias_init
 
-  def _gate_params(self, side: str, in_features: int, dtype) -> list:
-    """``[(kernel (in, n), bias (n,) or None), ...]`` of the ``side`` ('i' or 'h') block of
-    every gate, cast to ``dtype``."""
+  def _gate_params(self, side: str, in_features: int, dtype, width: int) -> list:
+    """``[(kernel (in, width), bias (width,) or None), ...]`` of the ``side`` ('i' or 'h')
+    block of every gate, cast to ``dtype``."""
     out = []
     for gate in self.GATES:
-      kernel, bias = getattr(self, f"{side}{gate}")(in_features)
+      kernel, bias = getattr(self, f"{side}{gate}")(in_features, width)
       out.append((kernel.astype(dtype), None if bias is None else bias.astype(dtype)))
     return out
 
-  def _blocks(self, side: str, in_features: int, dtype) -> tuple[Array, Optional[Array]]:
-    """``(kernel (in, k n), bias (k n,) or None)`` of the ``side`` ('i' or 'h') blocks; a
-    block without bias contributes zeros."""
-    kernels, biases = zip(*self._gate_params(side, in_features, dtype))
-    return jnp.concatenate(kernels, axis=-1), base.concat_biases(biases, self.features, dtype)
+  def _blocks(self, side: str, in_features: int, dtype,
+              width: int) -> tuple[Array, Optional[Array]]:
+    """``(kernel (in, k width), bias (k width,) or None)`` of the ``side`` ('i' or 'h')
+    blocks; a block without bias contributes zeros."""
+    kernels, biases = zip(*self._gate_params(side, in_features, dtype, width))
+    return jnp.concatenate(kernels, axis=-1), base.concat_biases(biases, width, dtype)
+
+  def _width(self, width: Optional[int]) -> int:
+    return self.features if width is None else width
+
+  @nn.nowrap
+  def carry_options(self, carry: Any) -> dict[str, Any]:
+    """``{'width': m}`` for a carry whose state has ``m != features`` entries, else ``{}``:
+    as Flax's cells, the gate blocks take their width from the carry (``features`` sets
+    only :meth:`initialize_carry`)."""
+    width = int(jnp.shape(self._hidden_state(carry))[-1])
+    return {} if width == self.features else {"width": width}
+
+  @nn.nowrap
+  def _hidden_state(self, carry: Any) -> Array:  # pragma: no cover - abstract
+    raise NotImplementedError
 
   def _checked_inputs(self, x: Array) -> Array:
     """``x`` as an array whose feature size matches the input kernels (once created)."""
@@ -156,28 +172,31 @@ class _FlaxGatedCell(base.StructuredCell):
       known = self.get_variable("params", first)["kernel"].shape[0]
     return base.check_inputs(type(self).__name__, x, known)
 
-  def project_inputs(self, x: Array) -> Any:
+  def project_inputs(self, x: Array, width: Optional[int] = None) -> Any:
     """``x @ [W_i<gate> ...] (+ input biases)``: one ``(..., k n)`` array from one 2-D
     product, or with ``SPLIT_INPUTS`` the tuple of the ``k`` gate blocks ``(..., n)``,
     one product each (the GRU: its fused scan reads three arrays, see
-    :mod:`lvf_jax.recurrences.gated`)."""
+    :mod:`lvf_jax.recurrences.gated`); ``n`` is ``width`` (default ``features``)."""
     x = self._checked_inputs(x)
-    dtype = self._compute_dtype(x)
+    dtype, n = self._compute_dtype(x), self._width(width)
     if self.SPLIT_INPUTS:
       return tuple(base.dense_over_leading_axes(x, kernel, bias, dtype)
-                   for kernel, bias in self._gate_params("i", x.shape[-1], dtype))
-    kernel, bias = self._blocks("i", x.shape[-1], dtype)
+                   for kernel, bias in self._gate_params("i", x.shape[-1], dtype, n))
+    kernel, bias = self._blocks("i", x.shape[-1], dtype, n)
     return base.dense_over_leading_axes(x, kernel, bias, dtype)
 
-  def input_weights(self, x: Array) -> tuple[Array, Optional[Array]]:
+  def input_weights(self, x: Array, width: Optional[int] = None):
     """``([W_i<gate> ...] (d, k n), input biases (k n,) or None)`` in the compute dtype:
     what :meth:`project_inputs` applies, as weights (``x`` is only checked)."""
     x = self._checked_inputs(x)
-    return self._blocks("i", x.shape[-1], self._compute_dtype(x))
+    return self._blocks("i", x.shape[-1], self._compute_dtype(x), self._width(width))
 
-  def prepare(self, dtype: Optional[base.Dtype] = None) -> dict[str, Array]:
-    """``{'kernel': [U_h<gate> ...] (n, k n), 'bias': hidden biases (k n,)}``."""
-    kernel, bias = self._blocks("h", self.features, self._prep_dtype(dtype))
+  def prepare(self, dtype: Optional[base.Dtype] = None,
+              width: Optional[int] = None) -> dict[str, Array]:
+    """``{'kernel': [U_h<gate> ...] (n, k n), 'bias': hidden biases (k n,)}``, ``n`` the
+    state's width (default ``features``)."""
+    n = self._width(width)
+    kernel, bias = self._blocks("h", n, self._prep_dtype(dtype), n)
     return {"kernel": kernel, "bias": bias}
 
 
@@ -218,6 +237,10 @@ class LSTMCell(_FlaxGatedCell):
     return shifted
 
   @nn.nowrap
+  def _hidden_state(self, carry: tuple[Array, Array]) -> Array:
+    return carry[1]
+
+  @nn.nowrap
   def step(self, prep: Any, carry: tuple[Array, Array], u: Array):
     """``((c', h'), h')`` from ``carry = (c, h)`` and ``u = x [W_ii ... W_io]`` (pure)."""
     c, h = carry
@@ -252,6 +275,10 @@ class GRUCell(_FlaxGatedCell):
   INPUT_BIAS = ("r", "z", "n")
   HIDDEN_BIAS = ("n",)
   SPLIT_INPUTS = True
+
+  @nn.nowrap
+  def _hidden_state(self, carry: Array) -> Array:
+    return carry
 
   @nn.nowrap
   def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:

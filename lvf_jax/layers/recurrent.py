@@ -64,6 +64,14 @@ def fused_scan(cell: Any, in_loop: bool = False) -> Optional[Callable]:
   return method(in_loop) if callable(method) else None
 
 
+def carry_options(cell: Any, carry: Carry) -> dict[str, Any]:
+  """``cell.carry_options(carry)`` (:meth:`lvf_jax.cells.StructuredCell.carry_options`: the
+  carry checked against the cell, and the LSTM's / GRU's width for a carry of another
+  width), ``{}`` for a cell without it."""
+  method = getattr(cell, "carry_options", None)
+  return method(carry) if callable(method) else {}
+
+
 def _expand_to(mask: Array, leaf: Array) -> Array:
   return jnp.reshape(mask, mask.shape + (1,) * (leaf.ndim - mask.ndim))
 
@@ -249,7 +257,8 @@ class Recurrent(nn.Module):
     # Under a mesh with Explicit axes the carry is typed with the batch sharding of x.
     initial_carry = recurrences.shard_batch_like(initial_carry, x_tm)
 
-    in_loop = self._in_loop_scan(x_tm, initial_carry)  # also validates input_projection
+    options = carry_options(self.cell, initial_carry)
+    in_loop = self._in_loop_scan(x_tm, initial_carry, options)  # validates input_projection
     segment = recurrences.check_segment_length("Recurrent", self.segment_length, num_steps)
     return_sequences = self.return_sequences if return_sequences is None else return_sequences
     if is_structured(self.cell):
@@ -258,11 +267,11 @@ class Recurrent(nn.Module):
         dtype = weights[0].dtype
         u = x_tm.astype(dtype)
       else:
-        u = self.cell.project_inputs(x_tm)  # an array, or a tuple of arrays (gated cells)
+        u = self.cell.project_inputs(x_tm, **options)  # an array or a tuple (gated cells)
         dtype = jax.tree_util.tree_leaves(u)[0].dtype
         scan = fused_scan(self.cell) if self.fused else None
         weights = None
-      prep = self.cell.prepare(dtype=dtype)
+      prep = self.cell.prepare(dtype=dtype, **options)
       carry = _cast_tree(initial_carry, dtype)
       if scan is not None:
         def run(p, c, u_, ws, m):
@@ -317,7 +326,7 @@ class Recurrent(nn.Module):
       ys = jax.tree_util.tree_map(lambda a: jnp.moveaxis(a, 0, a.ndim - 2), ys)
     return (carry, ys) if return_carry else ys
 
-  def _in_loop_scan(self, x_tm: Array, carry: Carry):
+  def _in_loop_scan(self, x_tm: Array, carry: Carry, options: dict):
     """``(scan, (W, b))`` when ``input_projection`` puts ``x_t W`` inside the fused loop for
     this cell and input, else None (the input is projected before the loop). ``'auto'``
     compares the input width with the state width (the last axis of the carry)."""
@@ -341,4 +350,4 @@ class Recurrent(nn.Module):
     width = jax.tree_util.tree_leaves(carry)[0].shape[-1]
     if mode == "auto" and IN_LOOP_RATIO * x_tm.shape[-1] > width:
       return None
-    return scan, self.cell.input_weights(x_tm)
+    return scan, self.cell.input_weights(x_tm, **options)

@@ -1,0 +1,284 @@
+"""Benchmark: every cell inside Flax's own idioms, per step against prepared once.
+
+The setting is an encoder-decoder written the way the Flax examples write one: an
+``nn.RNN`` encoder over ``--enc-steps`` steps, and an ``nn.RNN`` decoder over
+``--dec-steps`` steps whose cell is a user's cell (:class:`UserCell`) that calls ours and
+adds a readout of its own; softmax cross-entropy on random labels, Adam, one jitted
+training iteration (forward, backward, update) timed. Each cell runs in four forms:
+
+* ``nn.RNN``: the cells as they are, so the matrix function (``expm``, Cayley solve,
+  ``D_V``, ...) and its derivative run at every step;
+* ``prepared``: the same model with ``cell.prepared()``
+  (:meth:`lvf_jax.cells.StructuredCell.prepared`), the matrix function once per call;
+* ``Recurrent``: :class:`lvf_jax.layers.Recurrent` for encoder and decoder (the readout
+  after the loop), the library's own layer;
+* ``step only``: the prepared model with the prepared arrays given as inputs (and
+  differentiated), so no matrix function runs at all: the cost of the steps alone.
+
+beside ``prepare``, the forward and backward pass of one cell's ``prepare`` alone
+(:func:`prepare_step`), and the ``floor``: the tanh RNN in the ``nn.RNN`` form at the
+cell's state width. The verdict of a cell is ``prepared <= 1.1 x budget`` with ``budget =
+step only + 2 x prepare`` (two cells, each prepared once per iteration); for the one-kernel
+cells with a real state the ``step only`` time is the tanh floor's, so the budget is the
+floor plus the two matrix functions. Each cell's entries are timed interleaved
+(``benchmarks/timing.py``), and the verdict reads each entry's fastest iteration (the
+medians, kept in the records, move by 10-30 % on a shared CPU). Run as a script it sets
+``OPENBLAS_NUM_THREADS=1`` unless set::
+
+    python benchmarks/flax_idioms.py --n 512 --batch 128 --out table.md --json records.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from typing import Any, Callable, Optional
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import linen as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from cells import build, runs_at  # noqa: E402
+from timing import measured_on, time_interleaved  # noqa: E402
+
+from lvf_jax import cells as cells_lib  # noqa: E402
+from lvf_jax import layers  # noqa: E402
+
+FORMS = ("nn.RNN", "prepared", "Recurrent", "step only")
+FLOOR = "rnn"
+SLACK = 1.1
+
+
+class UserCell(nn.RNNCellBase):
+  """A user's decoder cell: ours, then a readout of its own at every step."""
+
+  cell: Any
+  vocab: int
+
+  @nn.compact
+  def __call__(self, carry, x):
+    carry, y = self.cell(carry, x)
+    return carry, nn.Dense(self.vocab, name="readout")(y)
+
+  @property
+  def num_feature_axes(self) -> int:
+    return 1
+
+
+class EncoderDecoder(nn.Module):
+  """The benchmark's model in one of :data:`FORMS` (same parameter tree in every form)."""
+
+  make: Callable[..., Any]
+  form: str
+  vocab: int
+
+  @nn.compact
+  def __call__(self, x, y, preps: Optional[tuple] = None):
+    enc, dec = self.make(name="enc"), self.make(name="dec")
+    if self.form == "Recurrent":
+      carry, _ = layers.Recurrent(enc, return_carry=True)(x)
+      out = layers.Recurrent(dec)(y, initial_carry=carry)
+      return nn.Dense(self.vocab, name="readout")(out)
+    if self.form == "prepared":
+      enc, dec = enc.prepared(), dec.prepared()
+    elif self.form == "step only":
+      enc = cells_lib.PreparedCell(enc, preps[0], parent=None)
+      dec = cells_lib.PreparedCell(dec, preps[1], parent=None)
+    carry, _ = nn.RNN(enc, return_carry=True)(x)
+    return nn.RNN(UserCell(dec, self.vocab))(y, initial_carry=carry)
+
+
+def data(batch: int, enc_steps: int, dec_steps: int, vocab: int):
+  """Random encoder / decoder inputs ``(batch, steps, vocab)`` and decoder labels."""
+  x = jax.random.normal(jax.random.key(2), (batch, enc_steps, vocab))
+  y = jax.random.normal(jax.random.key(3), (batch, dec_steps, vocab))
+  labels = jax.random.randint(jax.random.key(4), (batch, dec_steps), 0, vocab)
+  return x, y, labels
+
+
+def _preps(make, params, x):
+  """The encoder's and decoder's ``prepare()`` outputs for ``params`` (float32)."""
+
+  def one(name):
+    cell = make()
+    return cell.apply({"params": params[name]},
+                      method=lambda c: c.prepare(dtype=x.dtype))
+
+  return one("enc"), one("dec")
+
+
+def training_step(make, form: str, batch: tuple, vocab: int, params=None):
+  """``(fn, state, params)``: one jitted Adam iteration of the model in ``form``;
+  ``params`` (default: initialised in the ``nn.RNN`` form) are shared by the forms other
+  than ``Recurrent``, which initialises its own (its readout sits outside the loop)."""
+  x, y, labels = batch
+  model = EncoderDecoder(make, form, vocab)
+  if params is None or form == "Recurrent":  # Recurrent: the readout sits elsewhere
+    init_form = "Recurrent" if form == "Recurrent" else "nn.RNN"
+    params = jax.jit(EncoderDecoder(make, init_form, vocab).init)(
+        jax.random.key(0), x, y)["params"]
+  trained = (params, _preps(make, params, x)) if form == "step only" else (params, None)
+  tx = optax.adam(1e-3)
+
+  def loss_fn(trained):
+    p, preps = trained
+    logits = model.apply({"params": p}, x, y, preps)
+    return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+
+  @jax.jit
+  def step(state):
+    trained, opt = state
+    grads = jax.grad(loss_fn)(trained)
+    with jax.numpy_dtype_promotion("standard"):  # optax's step count is an int
+      updates, opt = tx.update(grads, opt, trained)
+    return optax.apply_updates(trained, updates), opt
+
+  return step, (trained, tx.init(trained)), params
+
+
+def prepare_step(make, params, dtype):
+  """``(fn, state)``: one jitted forward and backward pass of the encoder cell's
+  ``prepare`` alone, under ``0.5 ||prep||^2`` (a cotangent that depends on the forward
+  values, as a loss's does; a fixed linear one lets XLA skip work)."""
+  cell = make()
+
+  def loss(p):
+    prep = cell.apply({"params": p}, method=lambda c: c.prepare(dtype=dtype))
+    return sum(0.5 * jnp.sum(a * a) for a in jax.tree_util.tree_leaves(prep))
+
+  @jax.jit
+  def step(p):  # the parameters stay (almost) where they are: expm's cost depends on them
+    return jax.tree_util.tree_map(lambda a, g: a - 1e-9 * g, p, jax.grad(loss)(p))
+
+  return step, params["enc"]
+
+
+def factory(name: str, n: int) -> Callable[..., Any]:
+  """``make(**kw)``: the cell of row ``name`` at ``n`` (as ``benchmarks/cells.py`` builds
+  it), with Flax's ``name`` / ``parent`` keywords passed through."""
+  cell = build(name, n)
+  fields = {f: getattr(cell, f) for f in cells_lib.cell_fields(cell_key(cell))}
+  return lambda **kw: type(cell)(n, **fields, **kw)
+
+
+def cell_key(cell) -> str:
+  return next(k for k, cls in cells_lib.CELLS.items() if type(cell) is cls)
+
+
+def state_width(name: str, n: int) -> int:
+  return getattr(build(name, n), "state_size", n)
+
+
+def measure(name: str, args, batch) -> dict:
+  """``(minimum, median)`` milliseconds of every form of cell ``name``, its ``prepare`` and
+  the floor, timed interleaved."""
+  make = factory(name, args.n)
+  width = state_width(name, args.n)
+  entries, params = {}, None
+  for form in args.forms:
+    fn, state, p = training_step(make, form, batch, args.vocab, params)
+    params = params if form == "Recurrent" else p
+    entries[form] = (fn, state)
+  fn, state, _ = training_step(factory(FLOOR, width), "nn.RNN", batch, args.vocab)
+  entries["floor"] = (fn, state)
+  entries["prepare"] = prepare_step(make, params, batch[0].dtype)
+  timed = time_interleaved(entries, args.repeats, args.warmup + 1, label=f"{name}: ")
+  return ({key: t.min_ms for key, t in timed.items()},
+          {key: t.median_ms for key, t in timed.items()})
+
+
+def verdict(ms: dict) -> dict:
+  """``budget = step only + 2 x prepare`` and whether ``prepared <= SLACK x budget``."""
+  if "prepared" not in ms or "step only" not in ms:
+    return {}
+  budget = ms["step only"] + 2 * ms.get("prepare", 0.0)
+  out = {"budget": budget, "prepared / budget": ms["prepared"] / budget,
+         "within": ms["prepared"] <= SLACK * budget}
+  if "Recurrent" in ms:
+    out["prepared / Recurrent"] = ms["prepared"] / ms["Recurrent"]
+  return out
+
+
+def _row(name: str, width: int, ms: dict, judged: dict) -> str:
+  fmt = lambda k, src=ms: "-" if k not in src else f"{src[k]:.1f}"  # noqa: E731
+  ratio = lambda k: "-" if k not in judged else f"{judged[k]:.2f}"  # noqa: E731
+  within = {True: "yes", False: "**no**"}.get(judged.get("within"), "-")
+  return (f"| {name} | {width} | {fmt('nn.RNN')} | {fmt('prepared')} | {fmt('Recurrent')} | "
+          f"{fmt('step only')} | {fmt('prepare')} | {fmt('floor')} | "
+          f"{fmt('budget', judged)} | {ratio('prepared / budget')} | {within} | "
+          f"{ratio('prepared / Recurrent')} |")
+
+
+HEADER = ("| cell | state width | nn.RNN ms | prepared ms | Recurrent ms | step only ms | "
+          "prepare ms | floor ms | budget ms | prepared / budget | within 1.1 x | "
+          "prepared / Recurrent |\n"
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+
+
+def _commit() -> str:
+  try:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    return head + ("+dirty" if dirty else "")
+  except (OSError, subprocess.CalledProcessError):
+    return "unknown"
+
+
+def _write(args, argv, rows: list, records: dict) -> None:
+  meta = (f"{measured_on()}, commit {_commit()}, OPENBLAS_NUM_THREADS="
+          f"{os.environ.get('OPENBLAS_NUM_THREADS')}; n = {args.n}, batch {args.batch}, "
+          f"encoder {args.enc_steps} steps, decoder {args.dec_steps} steps, vocabulary "
+          f"{args.vocab}, Adam; minimum over {args.repeats} interleaved jitted training "
+          f"iterations (the medians are in the records).\n"
+          f"Command: python benchmarks/flax_idioms.py "
+          f"{' '.join(argv if argv is not None else sys.argv[1:])}\n\n")
+  if args.out:
+    with open(args.out, "w") as f:
+      f.write(meta + HEADER + "\n" + "\n".join(rows) + "\n")
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump({"meta": meta.strip(), "slack": SLACK, "cells": records}, f, indent=1)
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  names = sorted(cells_lib.CELLS)
+  parser.add_argument("--cells", nargs="+", default=names, choices=names)
+  parser.add_argument("--forms", nargs="+", default=list(FORMS), choices=FORMS)
+  parser.add_argument("--n", type=int, default=512)
+  parser.add_argument("--batch", type=int, default=128)
+  parser.add_argument("--enc-steps", type=int, default=7)
+  parser.add_argument("--dec-steps", type=int, default=6)
+  parser.add_argument("--vocab", type=int, default=16)
+  parser.add_argument("--repeats", type=int, default=5)
+  parser.add_argument("--warmup", type=int, default=1)
+  parser.add_argument("--out", default=None, help="markdown table")
+  parser.add_argument("--json", default=None, help="records: times and verdicts per cell")
+  args = parser.parse_args(argv)
+  batch = data(args.batch, args.enc_steps, args.dec_steps, args.vocab)
+  print(HEADER, flush=True)
+  rows, records = [], {}
+  for name in args.cells:
+    if not runs_at(name, args.n):
+      continue
+    ms, median = measure(name, args, batch)
+    judged = verdict(ms)
+    records[name] = {"state_width": state_width(name, args.n), "ms": ms, "median_ms": median,
+                     **judged}
+    rows.append(_row(name, state_width(name, args.n), ms, judged))
+    print(rows[-1], flush=True)
+    _write(args, argv, rows, records)  # after every cell: a crash loses at most one
+  return 0
+
+
+if __name__ == "__main__":
+  os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+  sys.exit(main())
