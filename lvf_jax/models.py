@@ -259,7 +259,7 @@ def count_params(params: Any, effective: bool = False) -> int:
   return total
 
 
-ModelFn = Callable[[int], nn.Module]
+ModelFn = Callable[[int], nn.Module]  #: builds a model of a given hidden size
 
 
 def default_model_fn(name: str, output_size: int, *, num_layers: int = 1,
@@ -358,3 +358,9 @@ def hidden_for_budget(model_fn_or_name: Union[str, ModelFn], budget: int, input_
     else:
       hi_k = mid
   return lo_k * step
+
+
+__all__ = [
+    "ModelFn", "SequenceClassifier", "SequencePredictor", "StackedRecurrent", "carry_output",
+    "count_params", "default_model_fn", "hidden_for_budget", "last_valid", "params_for_hidden",
+]

@@ -106,3 +106,6 @@ def regularization_loss(variables: Any, dtype: Any = jnp.float32) -> jax.Array:
 
 # Short alias matching the wording of the design notes.
 collect_regularizers = regularization_terms
+
+
+__all__ = ["COLLECTION", "regularization_loss", "regularization_terms", "sow_loss"]

@@ -12,7 +12,7 @@ def python_blocks():
 
 def test_readme_python_snippets_run():
   blocks = python_blocks()
-  assert len(blocks) >= 2
+  assert len(blocks) >= 1  # the Flax example; the guides' examples: tests/test_docs.py
   for block in blocks:
     namespace = {"__name__": "readme_snippet"}
     exec(compile(block, str(README), "exec"), namespace)  # noqa: S102

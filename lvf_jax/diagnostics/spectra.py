@@ -145,9 +145,9 @@ def model_diagnostics(model: Any, params: Any) -> dict[str, Array]:
   each nnRNN's non-normal part.
 
   Returns:
-    ``{'layer_<i>/<matrix>/spectral_radius': ..., 'layer_<i>/<matrix>/orthogonality_error':
-    ..., 'layer_<i>/divergence_norm': ..., 'layer_<i>/schur_T_norm': ...}`` (an empty dict
-    for a model without cells).
+    A dict with the keys ``layer_<i>/<matrix>/spectral_radius``,
+    ``layer_<i>/<matrix>/orthogonality_error``, ``layer_<i>/divergence_norm`` and
+    ``layer_<i>/schur_T_norm`` (an empty dict for a model without cells).
   """
   cells = getattr(model, "cells", None)
   stack = params.get("rnn", {}) if hasattr(params, "get") else {}

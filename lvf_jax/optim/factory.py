@@ -153,9 +153,10 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
     root mean square (``unitary_gradient='rms'``).
 
   Gradients are first clipped to global norm ``clip_norm`` (all groups together). Every
-  learning rate follows the same schedule shape (``lr_schedule``).
+  learning rate follows the same schedule shape (``lr_schedule``). ``config`` is a dict or
+  an ``ml_collections.ConfigDict`` (see :func:`default_config`).
 
-  Config fields (a dict or ``ml_collections.ConfigDict``; see :func:`default_config`):
+  Config fields:
     optimizer: ``'rmsprop'`` (default; PyTorch style, eps outside the sqrt) | ``'adam'`` |
       ``'sgd'``.
     learning_rate: peak learning rate of the non-orthogonal parameters (default 1e-3).

@@ -293,3 +293,10 @@ def refresh_tolerance(name: str, *, data_overrides: Optional[dict] = None) -> di
                                          info["split"])
   _write_card(_dir(name), full)
   return info["tolerance"]
+
+
+__all__ = [
+    "CARD", "CONFIG", "MODELS_DIR", "README", "VARIABLES", "card", "config", "evaluate",
+    "evaluate_run", "load", "load_run", "names", "refresh_tolerance", "release",
+    "rounding_tolerance",
+]
