@@ -75,11 +75,13 @@ from lvf_jax.recurrences._common import (check_seq_lengths, dot_rows, explicitly
                                          shard_batch_like, typed_sharding)
 from lvf_jax.recurrences.euler import euler_scan, gated_euler_scan
 from lvf_jax.recurrences.gated import CANDIDATES, gru_scan, lstm_scan, ncgru_scan
+from lvf_jax.recurrences.persistent import persistent_rnn_scan
 from lvf_jax.recurrences.rnn import ACTIVATIONS, rnn_scan
 from lvf_jax.recurrences.segments import (auto_segment_length, check_segment_length,
                                           segment_scan)
 
 __all__ = ["ACTIVATIONS", "CANDIDATES", "auto_segment_length", "check_segment_length",
            "check_seq_lengths", "dot_rows", "euler_scan", "explicitly_sharded",
-           "gated_euler_scan", "gru_scan", "lstm_scan", "ncgru_scan", "rnn_scan",
+           "gated_euler_scan", "gru_scan", "lstm_scan", "ncgru_scan", "persistent_rnn_scan",
+           "rnn_scan",
            "segment_scan", "shard_batch_like", "typed_sharding"]
