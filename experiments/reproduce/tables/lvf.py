@@ -28,7 +28,7 @@ MUSE_AVERAGE = ("training minimises the frame-weighted NLL, the average the test
                 "TCN reference code sums each piece's NLL over its frames); a record whose "
                 "config has no `train_nll` trained on each piece's mean frame NLL")
 MUSE_NOTE = ("reduced budget here: 30 of 100 epochs (245k training frames an epoch, one "
-             "sequence per update: about 2.5 h for 100 epochs on 2 cores)")
+             "sequence per update)")
 
 _T1 = (("rnn", "RNN", 1.65, 62.23, "1024"), ("urnn", "uRNN", 1.62, 65.81, "1024"),
        ("eurnn", "euRNN", 1.61, 65.68, "1024"), ("fcurnn", "fcuRNN", 1.50, 68.01, "1024"),
