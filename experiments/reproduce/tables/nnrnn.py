@@ -74,37 +74,18 @@ EPOCHS_RUN = {
     ("exprnn", 1386): 10, ("exprnn", 1024): 20,
     ("nnrnn", 1024): 20,
 }
-# seconds a training step takes at BPTT 150 on one core of the AMD EPYC (measured with the
-# other core training too), per (preset, hidden); a BPTT-300 step takes about twice as long
-# and an epoch has half as many
-STEP_SECONDS = {
-    ("rnn", 1024): 1.7, ("rnn_orth", 1024): 1.7,
-    ("eurnn", 2048): 4.9, ("eurnn", 1024): 2.25,  # factored (ptb_char.py:eurnn)
-    ("exprnn", 1386): 4.4, ("exprnn", 1024): 2.4,
-    ("nnrnn", 1024): 2.8,
-}
-
-
-def _epoch_minutes(preset: str, hidden: int) -> float:
-  """Minutes one epoch takes on one CPU core (the measured BPTT-150 step time)."""
-  return STEP_SECONDS[(preset, hidden)] * CHUNKS[150] / 60
 
 
 def budget_note(preset: str, hidden: int) -> str:
-  """What the paper's 100 epochs cost here (measured step time) and how many are run."""
-  epoch_min = _epoch_minutes(preset, hidden)
-  return (f"budget: a BPTT-150 step takes {STEP_SECONDS[(preset, hidden)]:g} s on one core "
-          f"of the AMD EPYC (measured, training only), an epoch about {epoch_min:.0f} min and "
-          f"the 100 epochs about {epoch_min * EPOCHS / 60:.0f} h, so "
-          f"{EPOCHS_RUN[(preset, hidden)]} epochs are run")
+  """How many of the paper's epochs the row runs here."""
+  return (f"budget: {EPOCHS_RUN[(preset, hidden)]} of the paper's {EPOCHS} epochs are run "
+          f"here")
 
 
 def gpu_blocker(preset: str, hidden: int) -> str:
-  """The budget blocker of a PTB-char row: a GPU row, with what its stated epochs cost on
-  one CPU core (``--include-blocked`` runs it there)."""
-  epochs = EPOCHS_RUN[(preset, hidden)]
-  return (f"budget: a GPU row; its {epochs} epochs take about "
-          f"{_epoch_minutes(preset, hidden) * epochs / 60:.1f} h on one CPU core")
+  """The budget blocker of a PTB-char row: a GPU row (``--include-blocked`` runs it on the
+  CPU)."""
+  return f"budget: a GPU row ({EPOCHS_RUN[(preset, hidden)]} epochs at n = {hidden})"
 
 
 # values per model: {(group, bptt): (value, standard error)}
