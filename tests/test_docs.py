@@ -189,3 +189,23 @@ def _parse_text(text: str) -> _Links:
   parser = _Links()
   parser.feed(text)
   return parser
+
+
+def _docstring_examples() -> list[tuple[str, str]]:
+  """``(module, code)`` of every ``Example::`` block in the public modules' docstrings."""
+  out = []
+  for mod_name in PUBLIC_MODULES:
+    doc = importlib.import_module(f"lvf_jax.{mod_name}").__doc__ or ""
+    for block in re.findall(r"Example::\n\n((?:  .*\n|\n)+)", doc):
+      out.append((mod_name, "\n".join(line[2:] for line in block.splitlines())))
+  return out
+
+
+@pytest.mark.parametrize("module,code", _docstring_examples(), ids=lambda v: str(v)[:20])
+def test_docstring_examples_run(module, code):
+  exec(compile(code, f"lvf_jax.{module}", "exec", dont_inherit=True),  # noqa: S102
+       {"__name__": "docstring_example"})
+
+
+def test_every_docstring_example_is_collected():
+  assert {m for m, _ in _docstring_examples()} == {"tasks", "zoo", "data"}

@@ -12,12 +12,12 @@ records are read with the TFDS data source and batched with NumPy.
 Example::
 
   from lvf_jax import data
-  train = data.load('pmnist', 'train')
-  for batch in data.batches(train, 128, seed=0, epoch=3):
-    ...  # batch['inputs'] (128, 784, 1) float32, batch['labels'] (128,) int32
+  train = data.load('jsb', 'train')
+  for batch in data.batches(train, 16, seed=0, epoch=3):
+    break  # batch['inputs'] (16, time, 88) piano-roll frames, with their lengths
   ptb = data.load('ptb_char', 'train')
   for chunk in data.tbptt_batches(ptb, 128, 150):
-    ...  # reset the state when chunk.reset, otherwise carry it over
+    break  # reset the state when chunk.reset, otherwise carry it over
 """
 
 from lvf_jax.data.features import (HOP, N_FFT, NUM_BINS, SAMPLE_RATE, decimate_2x, hann,

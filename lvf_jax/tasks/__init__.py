@@ -5,10 +5,12 @@ fixed validation/test splits. See :mod:`lvf_jax.tasks.base` for the shared conve
 
 Example::
 
+  import jax, jax.numpy as jnp
   from lvf_jax import tasks
   task = tasks.get_task("copy", T=1000)
   batch = jax.jit(task.sample, static_argnums=1)(jax.random.key(0), 128)
-  loss = task.loss(logits, batch)   # logits: (128, task.seq_len, task.output_size)
+  logits = jnp.zeros((128, task.seq_len, task.output_size))  # a model's outputs
+  loss = task.loss(logits, batch)
   print(task.describe())            # includes the no-memory baseline
 """
 

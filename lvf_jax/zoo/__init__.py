@@ -14,10 +14,10 @@ Each released model is a directory ``lvf_jax/zoo/models/<name>/`` with
 Example::
 
   from lvf_jax import zoo
-  model, variables, config = zoo.load("lvf-t3-jsb-lvf")
-  print(zoo.card("lvf-t3-jsb-lvf")["result"])
-  print(zoo.evaluate("lvf-t3-jsb-lvf"))   # {'loss': ...}
-  model, variables, config = zoo.load_run("runs/my_run")  # a training workdir's best step
+  model, variables, config = zoo.load("lvf-t4-copy-urnn")
+  print(zoo.card("lvf-t4-copy-urnn")["result"])
+  print(zoo.evaluate("lvf-t4-copy-urnn"))   # {'loss': ..., 'accuracy': ...}
+  # zoo.load_run("runs/my_run") loads a training workdir's best step the same way
 
 Real-data models read their data from ``$LVF_JAX_DATA_DIR`` like every pipeline.
 """
