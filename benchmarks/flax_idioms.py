@@ -31,6 +31,7 @@ medians, kept in the records, move by 10-30 % on a shared CPU). Run as a script 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -169,14 +170,12 @@ def prepare_step(make, params, dtype):
 
 def factory(name: str, n: int) -> Callable[..., Any]:
   """``make(**kw)``: the cell of row ``name`` at ``n`` (as ``benchmarks/cells.py`` builds
-  it), with Flax's ``name`` / ``parent`` keywords passed through."""
+  it), with Flax's ``name`` / ``parent`` keywords passed through (a fresh module, so that
+  the module that calls ``make`` adopts it)."""
   cell = build(name, n)
-  fields = {f: getattr(cell, f) for f in cells_lib.cell_fields(cell_key(cell))}
+  fields = {f.name: getattr(cell, f.name) for f in dataclasses.fields(cell)
+            if f.name not in ("features", "parent", "name")}
   return lambda **kw: type(cell)(n, **fields, **kw)
-
-
-def cell_key(cell) -> str:
-  return next(k for k, cls in cells_lib.CELLS.items() if type(cell) is cls)
 
 
 def state_width(name: str, n: int) -> int:

@@ -83,10 +83,14 @@ class _Links(html.parser.HTMLParser):
         self.links.append(attrs[key])
 
 
-def _parse(path: pathlib.Path) -> _Links:
+def _parse_text(text: str) -> _Links:
   parser = _Links()
-  parser.feed(path.read_text(errors="replace"))
+  parser.feed(text)
   return parser
+
+
+def _parse(path: pathlib.Path) -> _Links:
+  return _parse_text(path.read_text(errors="replace"))
 
 
 def broken_links(html_dir: pathlib.Path) -> list[str]:
@@ -183,12 +187,6 @@ def test_a_browser_renders_the_site(site, tmp_path):
 
   api = _dump_dom(browser, site / "api" / "cells.html", tmp_path)
   assert 'id="lvf_jax.cells.LVFRNNCell"' in api and "prepared" in api
-
-
-def _parse_text(text: str) -> _Links:
-  parser = _Links()
-  parser.feed(text)
-  return parser
 
 
 def _docstring_examples() -> list[tuple[str, str]]:

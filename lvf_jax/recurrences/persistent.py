@@ -20,6 +20,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from lvf_jax.recurrences import _common
+
 Array = jax.Array
 
 
@@ -74,20 +76,15 @@ def _check(kernel: Array, u: Array, h0: Array) -> None:
                      f"{kernel.dtype}, {u.dtype}, {h0.dtype}.")
 
 
-def _forward(kernel, u, h0, interpret):
-  return _pallas().pallas_call(_forward_kernel, out_shape=jax.ShapeDtypeStruct(u.shape, u.dtype),
-                        interpret=interpret)(kernel, u, h0)
+def _scan_fwd(kernel, u, h0, interpret):
+  hs = _pallas().pallas_call(_forward_kernel, out_shape=jax.ShapeDtypeStruct(u.shape, u.dtype),
+                             interpret=interpret)(kernel, u, h0)
+  return (hs[-1], hs), (kernel, h0, hs)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
 def _scan(kernel, u, h0, interpret):
-  hs = _forward(kernel, u, h0, interpret)
-  return hs[-1], hs
-
-
-def _scan_fwd(kernel, u, h0, interpret):
-  hs = _forward(kernel, u, h0, interpret)
-  return (hs[-1], hs), (kernel, h0, hs)
+  return _scan_fwd(kernel, u, h0, interpret)[0]
 
 
 def _scan_bwd(interpret, res, cotangents):
@@ -98,10 +95,7 @@ def _scan_bwd(interpret, res, cotangents):
       out_shape=(jax.ShapeDtypeStruct(hs.shape, hs.dtype),
                  jax.ShapeDtypeStruct(h0.shape, h0.dtype)),
       interpret=interpret)(kernel, hs, dys, dh_last)
-  h_prev = jnp.concatenate([h0[None], hs[:-1]], axis=0)
-  n = kernel.shape[0]
-  dkernel = jnp.dot(h_prev.reshape(-1, n).T, deltas.reshape(-1, n),
-                    preferred_element_type=kernel.dtype)
+  dkernel = _common.big_matmul_tn(_common.prev_states(h0, hs, reverse=False), deltas)
   return dkernel, deltas, dh0
 
 
