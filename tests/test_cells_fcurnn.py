@@ -231,7 +231,7 @@ def test_make_optimizer_trains_w_on_the_unitary_group():
 
 @pytest.mark.parametrize("kw, match", [
     ({"activation": "tanh"}, r"FullCapacityURNNCell: argument 'activation' must be one of \['modrelu'\]"),
-    ({"features": 0}, "FullCapacityURNNCell: argument 'features' must be a positive int"),
+    ({"features": 0}, "FullCapacityURNNCell: argument 'features' must be an int >= 1"),
 ])
 def test_fcurnn_bad_arguments_raise(kw, match):
   cell = cells.FullCapacityURNNCell(**{"features": 4, **kw})

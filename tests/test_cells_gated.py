@@ -277,7 +277,7 @@ def test_make_cell_registry():
     (cells.LVFRNNCell(N, integrator="rk4"), "LVFRNNCell: argument 'integrator' must be one of"),
     (cells.LVFRNNCell(N, activation="relu"), "LVFRNNCell: argument 'activation'"),
     (cells.LVFRNNCell(N, div_penalty=-0.1), "argument 'div_penalty'"),
-    (cells.LVFRNNCell(1), "argument 'features' must be >= 2"),
+    (cells.LVFRNNCell(1), "argument 'features' must be an int >= 2"),
     (cells.ScoRNNCell(N, rho=N + 1), r"ScoRNNCell: argument 'rho' .* \[0, n=6\]; got 7"),
     (cells.ScoRNNCell(N, rho=-1), "argument 'rho'"),
     (cells.NCGRUCell(N, rho=100), "NCGRUCell: argument 'rho'"),
@@ -288,7 +288,7 @@ def test_make_cell_registry():
     (cells.NNRNNCell(N, fixed_gamma=0.0), "NNRNNCell: argument 'fixed_gamma'"),
     (cells.AntisymmetricRNNCell(N, epsilon=0.0), "argument 'epsilon'"),
     (cells.AntisymmetricRNNCell(N, gamma=-1.0), "argument 'gamma'"),
-    (cells.TanhRNNCell(0), "argument 'features' must be a positive int"),
+    (cells.TanhRNNCell(0), "argument 'features' must be an int >= 1"),
 ])
 def test_bad_arguments_raise(cell, match):
   x = jnp.zeros((2, M))

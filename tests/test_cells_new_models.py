@@ -441,7 +441,7 @@ def test_parameter_counts_match_the_tables():
      r"KRUCell: argument 'unitary_penalty' must be a finite number >= 0; got -0.5"),
     (cells.KRUCell(4, activation="tanh"),
      r"KRUCell: argument 'activation' must be one of \['modrelu'\]; got 'tanh'"),
-    (cells.KRUCell(0), r"KRUCell: argument 'features' must be a positive int"),
+    (cells.KRUCell(0), r"KRUCell: argument 'features' must be an int >= 1"),
 ])
 def test_bad_arguments_raise_naming_argument_value_and_what_is_allowed(cell, match):
   x = jnp.zeros((2, 3, M))

@@ -630,13 +630,13 @@ def test_bfloat16_inputs_compute_in_float32_and_models_read_2n_outputs():
     (cells.URNNCell(4, activation="tanh"), "URNNCell: argument 'activation' must be one of \\['modrelu'\\]"),
     (cells.EURNNCell(4, activation="tanh"), "EURNNCell: argument 'activation' must be one of \\['modrelu'\\]"),
     (cells.EURNNCell(4, capacity=0), "EURNNCell: argument 'capacity' .* must be an int >= 1; got 0"),
-    (cells.EURNNCell(1), "EURNNCell: argument 'features' must be >= 2; got 1"),
+    (cells.EURNNCell(1), "EURNNCell: argument 'features' must be an int >= 2; got 1"),
     (cells.GORUCell(4, capacity=1.5), "GORUCell: argument 'capacity'"),
     (cells.GORUCell(6, fft=True), "GORUCell: argument 'features' must be a power of 2 >= 2 with fft=True"),
     (cells.EURNNCell(12, fft=True), "EURNNCell: argument 'features' must be a power of 2"),
     (cells.EURNNCell(8, fft=True, factored=True), "EURNNCell: factored=True .* cannot be combined "
                                                   "with fft=True"),
-    (cells.URNNCell(0), "URNNCell: argument 'features' must be a positive int"),
+    (cells.URNNCell(0), "URNNCell: argument 'features' must be an int >= 1"),
 ])
 def test_bad_arguments_raise(cell, match):
   with pytest.raises(ValueError, match=match):

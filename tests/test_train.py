@@ -173,11 +173,11 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("field,value,match", [
-    ("model.hidden", 0, r"'model.hidden' must be an integer >= 1; got 0"),
+    ("model.hidden", 0, r"'model.hidden' must be an int >= 1; got 0"),
     ("task.name", "copyy", r"'task.name' must be one of \[.*'copy'.*; got 'copyy'"),
     ("model.name", "lvff", r"make_cell: argument 'name' must be one of \["),
     ("model.cell", {"tau": -1.0}, r"tau"),
-    ("train.steps", -5, r"'train.steps' must be an integer >= 1"),
+    ("train.steps", -5, r"'train.steps' must be an int >= 1"),
     ("model.input_dropout", 1.0, r"'model.input_dropout' must lie in \[0, 1\); got 1.0"),
     ("model.output_dropout", -0.1,
      r"'model.output_dropout' must lie in \[0, 1\) or be None; got -0.1"),

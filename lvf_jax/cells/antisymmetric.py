@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
+from lvf_jax import _validation
 from lvf_jax import geometry, recurrences
 from lvf_jax.cells import base
 
@@ -63,10 +64,10 @@ class AntisymmetricRNNCell(base.StructuredCell):
 
   def setup(self):
     name = type(self).__name__
-    n = base.check_features(name, self.features)
-    base.check_positive_number(name, "epsilon", self.epsilon)
-    base.check_nonnegative_number(name, "gamma", self.gamma)
-    base.check_positive_number(name, "sigma_w", self.sigma_w)
+    n = _validation.check_features(name, self.features)
+    _validation.check_positive_number(name, "epsilon", self.epsilon)
+    _validation.check_nonnegative_number(name, "gamma", self.gamma)
+    _validation.check_positive_number(name, "sigma_w", self.sigma_w)
     k = 2 if self.gated else 1
     if self.unstructured:
       self.recurrent = self.param("recurrent", triu_normal(self.sigma_w, n), (n, n),

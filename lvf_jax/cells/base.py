@@ -34,8 +34,6 @@ float32). All casts are explicit, so the cells run under strict dtype promotion.
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Any, Callable, ClassVar, Optional
 
 import jax
@@ -43,6 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
+from lvf_jax import _validation
 from lvf_jax import recurrences
 from lvf_jax.geometry import activations
 
@@ -56,56 +55,12 @@ ACTIVATIONS = ("modrelu", "tanh")
 # ------------------------------------------------------------------- validation
 
 
-def check_features(cls: str, features: Any) -> int:
-  if isinstance(features, bool) or not isinstance(features, (numbers.Integral, np.integer)) \
-      or int(features) < 1:
-    raise ValueError(
-        f"{cls}: argument 'features' must be a positive int; got {features!r}.")
-  return int(features)
 
 
-def check_min_features(cls: str, features: Any, minimum: int) -> int:
-  """``features`` as a positive int that is at least ``minimum`` (``ValueError`` otherwise)."""
-  n = check_features(cls, features)
-  if n < minimum:
-    raise ValueError(f"{cls}: argument 'features' must be >= {minimum}; got {n}.")
-  return n
 
 
-def check_choice(cls: str, name: str, value: Any, allowed: tuple[str, ...]) -> str:
-  if not isinstance(value, str) or value not in allowed:
-    raise ValueError(
-        f"{cls}: argument '{name}' must be one of {list(allowed)}; got {value!r}.")
-  return value
 
 
-def _check_number(cls: str, name: str, value: Any, ok: Callable[[float], bool],
-                  what: str) -> float:
-  if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-      or not math.isfinite(float(value)) or not ok(float(value)):
-    raise ValueError(f"{cls}: argument '{name}' must be a finite number{what}; got {value!r}.")
-  return float(value)
-
-
-def check_positive_number(cls: str, name: str, value: Any) -> float:
-  return _check_number(cls, name, value, lambda v: v > 0, " > 0")
-
-
-def check_nonnegative_number(cls: str, name: str, value: Any) -> float:
-  return _check_number(cls, name, value, lambda v: v >= 0, " >= 0")
-
-
-def check_finite_number(cls: str, name: str, value: Any) -> float:
-  return _check_number(cls, name, value, lambda v: True, "")
-
-
-def check_rho(cls: str, rho: Any, n: int) -> int:
-  if isinstance(rho, bool) or not isinstance(rho, (numbers.Integral, np.integer)) \
-      or not 0 <= int(rho) <= n:
-    raise ValueError(
-        f"{cls}: argument 'rho' (number of -1 entries of D) must be an int in "
-        f"[0, n={n}]; got {rho!r}.")
-  return int(rho)
 
 
 # ----------------------------------------------------------------------- dtypes
@@ -627,5 +582,5 @@ def resolve_rho(cell: Any) -> int:
   """A scaled-Cayley cell's number of -1 entries of ``D``: ``cell.rho``, or ``n // 2`` if unset;
   validated against ``n = cell.features``."""
   name = type(cell).__name__
-  n = check_features(name, cell.features)
-  return check_rho(name, n // 2 if cell.rho is None else cell.rho, n)
+  n = _validation.check_features(name, cell.features)
+  return _validation.check_rho(name, n // 2 if cell.rho is None else cell.rho, n)

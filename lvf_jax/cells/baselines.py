@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
+from lvf_jax import _validation
 from lvf_jax import recurrences
 from lvf_jax.cells import base
 
@@ -40,7 +41,7 @@ class TanhRNNCell(base.StructuredCell):
 
   def setup(self):
     name = type(self).__name__
-    n = base.check_features(name, self.features)
+    n = _validation.check_features(name, self.features)
     self.recurrent = self.param("recurrent", self.recurrent_kernel_init, (n, n),
                                 self.param_dtype)
     self.input = base.InputProjection(n, use_bias=True, kernel_init=self.kernel_init,
@@ -119,7 +120,7 @@ class _FlaxGatedCell(base.StructuredCell):
                            lambda p: ((p["kernel"], p["bias"]), {}), in_loop)
 
   def setup(self):
-    base.check_features(type(self).__name__, self.features)
+    _validation.check_features(type(self).__name__, self.features)
     for gate in self.GATES:
       # setattr: 'if' (the LSTM's input-forget block) is a Python keyword.
       setattr(self, f"i{gate}", _DenseParams(gate in self.INPUT_BIAS, self.kernel_init,
@@ -226,7 +227,7 @@ class LSTMCell(_FlaxGatedCell):
   forget_bias: float = 0.0
 
   def _hidden_bias_init(self, gate: str) -> base.Initializer:
-    base.check_finite_number(type(self).__name__, "forget_bias", self.forget_bias)
+    _validation.check_finite_number(type(self).__name__, "forget_bias", self.forget_bias)
     if gate != "f" or self.forget_bias == 0:
       return self.bias_init
     init, shift = self.bias_init, self.forget_bias

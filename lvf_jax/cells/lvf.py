@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
+from lvf_jax import _validation
 from lvf_jax import geometry
 from lvf_jax.cells import base
 from lvf_jax import regularization
@@ -82,11 +83,11 @@ class LVFRNNCell(base.KernelCell):
 
   def setup(self):
     name = type(self).__name__
-    n = base.check_min_features(name, self.features, 2)
-    base.check_choice(name, "integrator", self.integrator, tuple(geometry.INTEGRATORS))
-    base.check_positive_number(name, "tau", self.tau)
-    base.check_choice(name, "activation", self.activation, base.ACTIVATIONS)
-    base.check_nonnegative_number(name, "div_penalty", self.div_penalty)
+    n = _validation.check_features(name, self.features, 2)
+    _validation.check_choice(name, "integrator", self.integrator, tuple(geometry.INTEGRATORS))
+    _validation.check_positive_number(name, "tau", self.tau)
+    _validation.check_choice(name, "activation", self.activation, base.ACTIVATIONS)
+    _validation.check_nonnegative_number(name, "div_penalty", self.div_penalty)
     v_init = self.vector_field_init or geometry.doubly_stochastic()
     self.vector_field = self.param("vector_field", v_init, (n, n), self.param_dtype)
     if self.separate_divergence:
@@ -97,7 +98,7 @@ class LVFRNNCell(base.KernelCell):
                                    self.param_dtype)
     self.bias = self.param("bias", self.bias_init or base.activation_bias_init(self.activation),
                            (n,), self.param_dtype)
-    base.check_positive_number(name, "input_init_scale", self.input_init_scale)
+    _validation.check_positive_number(name, "input_init_scale", self.input_init_scale)
     kernel_init = (geometry.centered_over_units(self.kernel_init) if self.center_input_init
                    else self.kernel_init)
     if self.input_init_scale != 1:

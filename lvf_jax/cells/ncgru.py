@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
+from lvf_jax import _validation
 from lvf_jax import geometry, recurrences
 from lvf_jax.cells import base
 from lvf_jax.cells.orthogonal import ORTHOGONAL_PARAMS, mapped_initializer, skew_initializer, \
@@ -62,9 +63,9 @@ class NCGRUCell(base.StructuredCell):
 
   def setup(self):
     name = type(self).__name__
-    n = base.check_features(name, self.features)
+    n = _validation.check_features(name, self.features)
     rho = self.rho_value
-    base.check_choice(name, "orthogonal_param", self.orthogonal_param, ORTHOGONAL_PARAMS)
+    _validation.check_choice(name, "orthogonal_param", self.orthogonal_param, ORTHOGONAL_PARAMS)
     skew_init = skew_initializer(name, self.orthogonal_init)
     pd = self.param_dtype
     suffixes = ("c", "r") if self.orthogonal_reset else ("c",)

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
+from lvf_jax import _validation
 from lvf_jax import geometry
 from lvf_jax.cells import base
 from lvf_jax.cells.orthogonal import ORTHOGONAL_PARAMS, mapped_initializer, skew_initializer, \
@@ -58,15 +59,15 @@ class NNRNNCell(base.KernelCell):
 
   def setup(self):
     name = type(self).__name__
-    n = base.check_features(name, self.features)
+    n = _validation.check_features(name, self.features)
     if n % 2:
       raise ValueError(f"{name}: argument 'features' must be even (2x2 Schur blocks); got {n}.")
-    base.check_nonnegative_number(name, "delta", self.delta)
-    base.check_nonnegative_number(name, "t_decay", self.t_decay)
-    base.check_choice(name, "activation", self.activation, base.ACTIVATIONS)
-    base.check_choice(name, "orthogonal_param", self.orthogonal_param, ORTHOGONAL_PARAMS)
+    _validation.check_nonnegative_number(name, "delta", self.delta)
+    _validation.check_nonnegative_number(name, "t_decay", self.t_decay)
+    _validation.check_choice(name, "activation", self.activation, base.ACTIVATIONS)
+    _validation.check_choice(name, "orthogonal_param", self.orthogonal_param, ORTHOGONAL_PARAMS)
     if self.fixed_gamma is not None:
-      base.check_positive_number(name, "fixed_gamma", self.fixed_gamma)
+      _validation.check_positive_number(name, "fixed_gamma", self.fixed_gamma)
     pd = self.param_dtype
     skew_init = skew_initializer(name, self.orthogonal_init)
     if self.orthogonal_param == "matrix":

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
+from lvf_jax import _validation
 from lvf_jax import geometry
 from lvf_jax.cells import base
 
@@ -25,7 +26,7 @@ def skew_initializer(cls: str, init: Union[str, Callable]) -> Callable:
   """Maps ``'henaff' | 'cayley' | 'random'`` (or a callable) to a skew initialiser."""
   if callable(init):
     return init
-  base.check_choice(cls, "orthogonal_init", init, SKEW_INITS)
+  _validation.check_choice(cls, "orthogonal_init", init, SKEW_INITS)
   return {"henaff": geometry.henaff, "cayley": geometry.cayley_init,
           "random": geometry.haar_skew}[init]()
 
@@ -60,9 +61,9 @@ class _OrthogonalCell(base.KernelCell):
 
   def _setup_common(self) -> int:
     name = type(self).__name__
-    n = base.check_features(name, self.features)
-    base.check_choice(name, "activation", self.activation, base.ACTIVATIONS)
-    base.check_choice(name, "orthogonal_param", self.orthogonal_param, ORTHOGONAL_PARAMS)
+    n = _validation.check_features(name, self.features)
+    _validation.check_choice(name, "activation", self.activation, base.ACTIVATIONS)
+    _validation.check_choice(name, "orthogonal_param", self.orthogonal_param, ORTHOGONAL_PARAMS)
     self.bias = self.param("bias", self.bias_init or base.activation_bias_init(self.activation),
                            (n,), self.param_dtype)
     self.input = base.InputProjection(n, use_bias=False, kernel_init=self.kernel_init,

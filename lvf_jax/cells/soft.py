@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 from flax import linen as nn
 
+from lvf_jax import _validation
 from lvf_jax import geometry, regularization
 from lvf_jax.cells import base
 from lvf_jax.cells.orthogonal import skew_initializer, triu_param_init
@@ -76,10 +77,10 @@ class SoftOrthogonalRNNCell(base.KernelCell):
 
   def setup(self):
     name = type(self).__name__
-    n = base.check_features(name, self.features)
-    base.check_choice(name, "activation", self.activation, base.ACTIVATIONS)
-    base.check_nonnegative_number(name, "orthogonality_penalty", self.orthogonality_penalty)
-    base.check_choice(name, "orthogonal_param", self.orthogonal_param, ORTHOGONAL_PARAMS)
+    n = _validation.check_features(name, self.features)
+    _validation.check_choice(name, "activation", self.activation, base.ACTIVATIONS)
+    _validation.check_nonnegative_number(name, "orthogonality_penalty", self.orthogonality_penalty)
+    _validation.check_choice(name, "orthogonal_param", self.orthogonal_param, ORTHOGONAL_PARAMS)
     pd = self.param_dtype
     if self.margin is None:
       if self.orthogonal_param != "matrix":
@@ -88,7 +89,7 @@ class SoftOrthogonalRNNCell(base.KernelCell):
                          f"margin=None.")
       self.recurrent = self.param("recurrent", self.recurrent_init, (n, n), pd)
     else:
-      base.check_nonnegative_number(name, "margin", self.margin)
+      _validation.check_nonnegative_number(name, "margin", self.margin)
       self._setup_factors(n)
       self.singular_logits = self.param("singular_logits", nn.initializers.zeros_init(),
                                         (n,), pd)
@@ -199,9 +200,9 @@ class KRUCell(_UnitaryKernelCell):
 
   def setup(self):
     name = type(self).__name__
-    n = base.check_features(name, self.features)
+    n = _validation.check_features(name, self.features)
     self._check_activation(name)
-    base.check_nonnegative_number(name, "unitary_penalty", self.unitary_penalty)
+    _validation.check_nonnegative_number(name, "unitary_penalty", self.unitary_penalty)
     try:
       sizes = geometry.kronecker_sizes(n, self.factor_size)
     except ValueError as e:

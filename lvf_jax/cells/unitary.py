@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
+from lvf_jax import _validation
 from lvf_jax import geometry, recurrences
 from lvf_jax.cells import base
 
@@ -47,7 +48,7 @@ def _angle_init(key, shape, dtype=jnp.float32):
 def _eunn_params(cell: Any, name: str, complex_valued: Optional[bool] = None) -> "EUNNParams":
   """The checked ``EUNNParams`` submodule of an EURNN / GORU cell (``cell.features``,
   ``cell.capacity``, ``cell.fft``)."""
-  n = base.check_min_features(name, cell.features, 2)
+  n = _validation.check_features(name, cell.features, 2)
   capacity = _check_capacity(name, cell.capacity)
   if cell.fft and n & (n - 1):
     raise ValueError(
@@ -125,7 +126,7 @@ class _UnitaryKernelCell(base.KernelCell):
 
   def _check_activation(self, name: str) -> None:
     allowed = ("modrelu",) if self.state_is_complex else base.ACTIVATIONS
-    base.check_choice(name, "activation", self.activation, allowed)
+    _validation.check_choice(name, "activation", self.activation, allowed)
 
   def _setup_bias_and_input(self, name: str) -> None:
     """The modReLU (or activation) bias ``(n,)`` and the bias-free input projection to
@@ -215,7 +216,7 @@ class URNNCell(_UnitaryKernelCell):
 
   def setup(self):
     name = type(self).__name__
-    n = base.check_features(name, self.features)
+    n = _validation.check_features(name, self.features)
     self._check_activation(name)
     pd = self.param_dtype
     self.theta = self.param("theta", _angle_init, (3, n), pd)
@@ -296,7 +297,7 @@ class FullCapacityURNNCell(_UnitaryKernelCell):
 
   def setup(self):
     name = type(self).__name__
-    n = base.check_features(name, self.features)
+    n = _validation.check_features(name, self.features)
     self._check_activation(name)
     self.unitary = self.param("unitary", self.unitary_init, (2, n, n), self.param_dtype)
     self._setup_bias_and_input(name)

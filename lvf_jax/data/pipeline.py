@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Se
 import numpy as np
 import tensorflow_datasets as tfds
 
+from lvf_jax._validation import fail
 from lvf_jax.data import builders
 from lvf_jax.data import paths
 
@@ -51,9 +52,6 @@ _TFDS_BUILTIN = {"mnist": "mnist", "pmnist": "mnist", "cifar10": "cifar10",
                  "cifar10_noise": "cifar10"}
 
 
-def _fail(fn: str, arg: str, value: Any, allowed: str):
-  raise ValueError(f"{fn}: argument '{arg}' must be {allowed}; got {value!r}.")
-
 
 # ----------------------------------------------------------------------------------------------
 # Preparation
@@ -74,7 +72,7 @@ def builder(name: str, *, data_dir: Optional[paths.PathLike] = None,
     **builder_kwargs: extra builder arguments (e.g. ``split_lists`` for TIMIT).
   """
   if name not in _REGISTRY:
-    _fail("builder", "name", name, f"one of {DATASETS}")
+    fail("builder", "name", name, f"one of {DATASETS}")
   cls, config, _ = _REGISTRY[name]
   kwargs = dict(raw_dir=paths.raw_data_dir(data_dir), allow_download=download,
                 verify_checksums=verify_checksums, data_dir=str(paths.tfds_data_dir(tfds_dir)),
@@ -190,7 +188,7 @@ class Dataset:
     """Model-ready batch for the given positions of this split."""
     positions = np.asarray(positions, np.int64)
     if positions.size and (positions.min() < 0 or positions.max() >= len(self)):
-      _fail("Dataset.get_batch", "positions", positions.tolist()[:8],
+      fail("Dataset.get_batch", "positions", positions.tolist()[:8],
             f"indices in [0, {len(self)})")
     rec_idx = self.indices[positions]
     return self.transform(_get_many(self.source, rec_idx), rec_idx)
@@ -210,7 +208,7 @@ def holdout_split(num_train: int, valid_size: int, seed: int = 0) -> Dict[str, n
   The first ``valid_size`` indices (sorted) form 'valid', the rest (sorted) 'train'.
   """
   if not 0 < valid_size < num_train:
-    _fail("holdout_split", "valid_size", valid_size, f"in (0, num_train={num_train})")
+    fail("holdout_split", "valid_size", valid_size, f"in (0, num_train={num_train})")
   perm = np.random.RandomState(seed).permutation(num_train)
   return {"valid": np.sort(perm[:valid_size]), "train": np.sort(perm[valid_size:]),
           "train_full": np.arange(num_train)}
@@ -340,16 +338,16 @@ def load(name: str, split: str, *, data_dir: Optional[paths.PathLike] = None,
     ``inputs``/``targets`` (B, T, D), ``mask`` (B, T), ``lengths`` (B,) for next-step tasks.
   """
   if name not in _REGISTRY:
-    _fail("load", "name", name, f"one of {DATASETS}")
+    fail("load", "name", name, f"one of {DATASETS}")
   kind = _REGISTRY[name][2]
   holdout = kind in ("mnist", "cifar")
   allowed = ("train", "valid", "test", "train_full") if holdout else ("train", "valid", "test")
   if split not in allowed:
-    _fail("load", "split", split, f"one of {allowed} for {name}")
+    fail("load", "split", split, f"one of {allowed} for {name}")
   if source not in ("lvf", "tfds") or (source == "tfds" and name not in _TFDS_BUILTIN):
-    _fail("load", "source", source, "'lvf', or 'tfds' for mnist/pmnist/cifar10/cifar10_noise")
+    fail("load", "source", source, "'lvf', or 'tfds' for mnist/pmnist/cifar10/cifar10_noise")
   if pad_multiple < 1:
-    _fail("load", "pad_multiple", pad_multiple, "a positive integer")
+    fail("load", "pad_multiple", pad_multiple, "a positive integer")
 
   base_split = "train" if (holdout and split != "test") else split
   if source == "tfds":
@@ -468,7 +466,7 @@ def batches(dataset: Dataset, batch_size: int, seed: int = 0, epoch: int = 0, *,
       several hosts); None: every row.
   """
   if batch_size < 1:
-    _fail("batches", "batch_size", batch_size, "a positive integer")
+    fail("batches", "batch_size", batch_size, "a positive integer")
   n = len(dataset)
   order = batch_order(n, seed, epoch, shuffle)
   for k in range(start_batch, num_batches(n, batch_size, drop_remainder)):
@@ -498,7 +496,7 @@ def prefetch(iterator: Iterator[Any], size: int = 2) -> Iterator[Any]:
   in the consumer.
   """
   if size < 1:
-    _fail("prefetch", "size", size, "a positive integer")
+    fail("prefetch", "size", size, "a positive integer")
   q: "queue.Queue" = queue.Queue(maxsize=size)
   done = object()
   stop = threading.Event()
@@ -565,7 +563,7 @@ def tbptt_layout(num_tokens: int, batch_size: int, drop_remainder: bool = False)
   """
   n_targets = num_tokens - 1
   if n_targets < batch_size:
-    _fail("tbptt_layout", "batch_size", batch_size,
+    fail("tbptt_layout", "batch_size", batch_size,
           f"at most the number of targets ({n_targets})")
   return n_targets // batch_size if drop_remainder else -(-n_targets // batch_size)
 
@@ -588,9 +586,9 @@ def tbptt_batches(stream, batch_size: int, seq_len: int, *, drop_remainder: bool
   """
   tokens = np.asarray(stream.tokens if isinstance(stream, TokenStream) else stream, np.int32)
   if tokens.ndim != 1:
-    _fail("tbptt_batches", "stream", f"shape {tokens.shape}", "a 1-D token stream")
+    fail("tbptt_batches", "stream", f"shape {tokens.shape}", "a 1-D token stream")
   if seq_len < 1:
-    _fail("tbptt_batches", "seq_len", seq_len, "a positive integer")
+    fail("tbptt_batches", "seq_len", seq_len, "a positive integer")
   row = tbptt_layout(tokens.shape[0], batch_size, drop_remainder)
   n_targets = tokens.shape[0] - 1
   inputs = np.full((batch_size, row), pad_id, np.int32)

@@ -21,6 +21,8 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
+from lvf_jax import _validation
+
 Array = jax.Array
 
 
@@ -43,11 +45,6 @@ def _source(name: str, source, n: int, dtype) -> Array:
   return source
 
 
-def _positive_int(name: str, arg: str, value) -> int:
-  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-    raise ValueError(f"{name}: argument '{arg}' must be an int >= 1; got {value!r}.")
-  return value
-
 
 def noise_covariance(theta, source=None, *, noise: float = 1.0,
                      doublings: int = 16) -> Array:
@@ -69,7 +66,7 @@ def noise_covariance(theta, source=None, *, noise: float = 1.0,
   name = "noise_covariance"
   theta = _square(name, theta)
   n = theta.shape[0]
-  _positive_int(name, "doublings", doublings)
+  _validation.check_int(name, "doublings", doublings)
   if isinstance(source, str):
     if source != "all":
       raise ValueError(f"{name}: argument 'source' must be an array, None or 'all'; got "
@@ -106,7 +103,7 @@ def fisher_memory_curve(theta, steps: int, source=None, *, noise: float = 1.0,
   """
   name = "fisher_memory_curve"
   theta = _square(name, theta)
-  _positive_int(name, "steps", steps)
+  _validation.check_int(name, "steps", steps)
   u = _source(name, source, theta.shape[0], theta.dtype)
   c = noise_covariance(theta, noise_source, noise=noise, doublings=doublings)
 
@@ -136,7 +133,7 @@ def schur_chain(n: int, alpha: float, beta: float = 0.0, d: float = 0.0,
   of its Table 6 come from ``alpha`` itself (``docs/reproduction/nnrnn-t6.md``), so pass
   ``sqrt(alpha)`` for the former.
   """
-  _positive_int("schur_chain", "n", n)
+  _validation.check_int("schur_chain", "n", n)
   i = jnp.arange(n)
   below = i[:, None] - i[None, :]
   return jnp.where(below == 0, d, jnp.where(below == 1, alpha, jnp.where(below > 1, beta, 0.0))

@@ -23,14 +23,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lvf_jax.geometry import _checks
+from lvf_jax import _validation
 from lvf_jax.geometry._util import eye_like
 
 Array = jax.Array
 
 
 def _check_margin(fn: str, margin: Any) -> None:
-  _checks.check_nonnegative(fn, "margin", margin)
+  _validation.check_nonnegative(fn, "margin", margin)
 
 
 def spectral_margin(p: Array, margin: Any) -> Array:
@@ -57,11 +57,11 @@ def margin_matrix(u: Array, p: Array, v: Array, margin: Any) -> Array:
     margin: the spectral margin ``m >= 0``.
   """
   fn = "margin_matrix"
-  n = _checks.check_matrix(fn, "u", u)
-  _checks.check_same_shape(fn, ("u", "v"), u, v)
-  if _checks.shape_of(p)[-1:] != (n,):
+  n = _validation.check_matrix(fn, "u", u)
+  _validation.check_same_shape(fn, ("u", "v"), u, v)
+  if _validation.shape_of(p)[-1:] != (n,):
     raise ValueError(f"{fn}: argument 'p' must have n = {n} entries on its last axis; got "
-                     f"shape {_checks.shape_of(p)}.")
+                     f"shape {_validation.shape_of(p)}.")
   s = spectral_margin(p, margin)
   return (u * s[..., None, :]) @ jnp.swapaxes(v, -1, -2)
 
@@ -70,7 +70,7 @@ def gram_penalty(w: Array) -> Array:
   """``||W^H W - I||_F^2`` (``W^T W`` for a real ``W``) of a square ``(..., n, n)`` matrix,
   one value per leading index: the soft orthogonality (Vorontsov et al. 2017) or soft
   unitarity (Jose et al. 2018) penalty."""
-  _checks.check_matrix("gram_penalty", "w", w)
+  _validation.check_matrix("gram_penalty", "w", w)
   w = jnp.asarray(w)
   gram = jnp.swapaxes(jnp.conj(w), -1, -2) @ w
   d = gram - eye_like(gram)
@@ -101,7 +101,7 @@ def _check_factors(fn: str, factors: Sequence[Array]) -> tuple[int, ...]:
   if not isinstance(factors, (list, tuple)) or not factors:
     raise ValueError(f"{fn}: argument 'factors' must be a non-empty sequence of square "
                      f"matrices; got {type(factors).__name__}.")
-  return tuple(_checks.check_matrix(fn, f"factors[{i}]", f, batched=False)
+  return tuple(_validation.check_matrix(fn, f"factors[{i}]", f, batched=False)
                for i, f in enumerate(factors))
 
 

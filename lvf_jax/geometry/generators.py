@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lvf_jax.geometry import _checks
+from lvf_jax import _validation
 from lvf_jax.geometry._util import diag_embed, eye_like
 
 Array = jax.Array
@@ -40,7 +40,7 @@ Array = jax.Array
 
 def antisymmetrize(m: Array) -> Array:
   """Returns ``M - M^T`` (skew-symmetric), as in AntisymmetricRNN eq (10)."""
-  _checks.check_matrix("antisymmetrize", "m", m)
+  _validation.check_matrix("antisymmetrize", "m", m)
   return m - jnp.swapaxes(m, -1, -2)
 
 
@@ -50,7 +50,7 @@ def skew_from_triu(m: Array) -> Array:
   This is the expRNN parameterisation: the lower triangle and diagonal of ``m`` are
   ignored (they receive zero gradient).
   """
-  _checks.check_matrix("skew_from_triu", "m", m)
+  _validation.check_matrix("skew_from_triu", "m", m)
   upper = jnp.triu(m, k=1)
   return upper - jnp.swapaxes(upper, -1, -2)
 
@@ -74,7 +74,7 @@ def skew_from_packed(v: Array, n: int) -> Array:
     v: array ``(..., n (n - 1) / 2)``.
     n: matrix size.
   """
-  shape = _checks.shape_of(v)
+  shape = _validation.shape_of(v)
   if len(shape) < 1 or shape[-1] != num_skew_params(n):
     raise ValueError(
         f"skew_from_packed: argument 'v' must have last dimension n(n-1)/2 = "
@@ -87,7 +87,7 @@ def skew_from_packed(v: Array, n: int) -> Array:
 
 def packed_from_skew(a: Array) -> Array:
   """Inverse of :func:`skew_from_packed`: the strictly-upper triangle of ``a`` as a vector."""
-  n = _checks.check_matrix("packed_from_skew", "a", a)
+  n = _validation.check_matrix("packed_from_skew", "a", a)
   rows, cols = _triu_indices(n)
   return a[..., rows, cols]
 
@@ -106,7 +106,7 @@ def grad(h: Array) -> Array:
   """
   if jnp.ndim(h) < 1:
     raise ValueError(
-        f"grad: argument 'h' must have shape (..., n); got shape {_checks.shape_of(h)}.")
+        f"grad: argument 'h' must have shape (..., n); got shape {_validation.shape_of(h)}.")
   return h[..., :, None] - h[..., None, :]
 
 
@@ -122,7 +122,7 @@ def divergence(v: Array) -> Array:
   Returns:
     array ``(..., n)``.
   """
-  _checks.check_matrix("divergence", "v", v)
+  _validation.check_matrix("divergence", "v", v)
   return jnp.sum(v, axis=-2) - jnp.sum(v, axis=-1)
 
 
@@ -131,7 +131,7 @@ div = divergence
 
 def rotation(v: Array) -> Array:
   """Rotation part ``R_V = V^T - V`` (skew-symmetric), lvfRNN eq (10)."""
-  _checks.check_matrix("rotation", "v", v)
+  _validation.check_matrix("rotation", "v", v)
   return jnp.swapaxes(v, -1, -2) - v
 
 
@@ -158,7 +158,7 @@ def project_divergence_free(v: Array) -> Array:
   so the projection is ``V + grad(div V) / (2 n)``; it keeps the diagonal at zero.
   Used by the hard divergence-free mode of the lvfRNN cell.
   """
-  n = _checks.check_matrix("project_divergence_free", "v", v)
+  n = _validation.check_matrix("project_divergence_free", "v", v)
   return v + grad(divergence(v)) / (2 * n)
 
 
@@ -178,10 +178,10 @@ def with_divergence(v: Array, a: Array) -> Array:
   Returns:
     the field ``(..., n, n)``.
   """
-  n = _checks.check_matrix("with_divergence", "v", v)
+  n = _validation.check_matrix("with_divergence", "v", v)
   if jnp.shape(a)[-1:] != (n,):
     raise ValueError(f"with_divergence: argument 'a' must have shape (..., {n}); got shape "
-                     f"{_checks.shape_of(a)}.")
+                     f"{_validation.shape_of(a)}.")
   a = a - jnp.mean(a, axis=-1, keepdims=True)
   return project_divergence_free(v) - grad(a) / (2 * n)
 
@@ -191,8 +191,8 @@ def with_divergence(v: Array, a: Array) -> Array:
 
 def antisymmetric_diffusion(w: Array, gamma) -> Array:
   """``W - W^T - gamma I``, AntisymmetricRNN eq (12) (gamma >= 0 is the diffusion)."""
-  _checks.check_matrix("antisymmetric_diffusion", "w", w)
-  _checks.check_nonnegative("antisymmetric_diffusion", "gamma", gamma)
+  _validation.check_matrix("antisymmetric_diffusion", "w", w)
+  _validation.check_nonnegative("antisymmetric_diffusion", "gamma", gamma)
   return w - jnp.swapaxes(w, -1, -2) - jnp.asarray(gamma, dtype=w.dtype) * eye_like(w)
 
 
@@ -207,7 +207,7 @@ def rotation_blocks(gamma: Array, theta: Array) -> Array:
   Returns:
     array ``(..., 2k, 2k)``.
   """
-  _checks.check_same_shape("rotation_blocks", ("gamma", "theta"), gamma, theta)
+  _validation.check_same_shape("rotation_blocks", ("gamma", "theta"), gamma, theta)
   if jnp.ndim(gamma) < 1:
     raise ValueError("rotation_blocks: arguments 'gamma' and 'theta' must have shape (..., k).")
   k = gamma.shape[-1]
@@ -234,17 +234,17 @@ def schur_form(p: Array, gamma: Array, theta: Array, t: Array) -> Array:
   Returns:
     ``V`` in column convention (acts as ``V @ h``).
   """
-  n = _checks.check_matrix("schur_form", "p", p)
+  n = _validation.check_matrix("schur_form", "p", p)
   if n % 2:
     raise ValueError(f"schur_form: the hidden size n must be even; got p of shape {p.shape}.")
-  if _checks.shape_of(gamma)[-1:] != (n // 2,):
+  if _validation.shape_of(gamma)[-1:] != (n // 2,):
     raise ValueError(
         f"schur_form: argument 'gamma' must have shape (n/2,) = ({n // 2},); got "
-        f"{_checks.shape_of(gamma)}.")
-  _checks.check_same_shape("schur_form", ("gamma", "theta"), gamma, theta)
-  if _checks.shape_of(t) != _checks.shape_of(p):
+        f"{_validation.shape_of(gamma)}.")
+  _validation.check_same_shape("schur_form", ("gamma", "theta"), gamma, theta)
+  if _validation.shape_of(t) != _validation.shape_of(p):
     raise ValueError(
         f"schur_form: argument 't' must have the shape of 'p' {p.shape}; got "
-        f"{_checks.shape_of(t)}.")
+        f"{_validation.shape_of(t)}.")
   theta_mat = rotation_blocks(gamma, theta) + jnp.tril(t, k=-1)
   return p @ theta_mat @ jnp.swapaxes(p, -1, -2)

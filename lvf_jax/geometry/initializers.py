@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lvf_jax.geometry import _checks
+from lvf_jax import _validation
 from lvf_jax.geometry import unitary
 
 Array = jax.Array
@@ -32,8 +32,8 @@ def henaff() -> Initializer:
   """Henaff et al. (2016) skew init: ``s_i ~ U(-pi, pi)`` on the 2x2 blocks (expRNN)."""
 
   def init(key, shape, dtype=jnp.float32):
-    n = _checks.check_init_shape("henaff", shape)[0]
-    dtype = _checks.check_floating("henaff", "dtype", dtype)
+    n = _validation.check_init_shape("henaff", shape)[0]
+    dtype = _validation.check_floating("henaff", "dtype", dtype)
     s = jax.random.uniform(key, (n // 2,), dtype, -math.pi, math.pi)
     return _superdiagonal_skew(s, n, dtype)
 
@@ -48,8 +48,8 @@ def cayley_init() -> Initializer:
   """
 
   def init(key, shape, dtype=jnp.float32):
-    n = _checks.check_init_shape("cayley_init", shape)[0]
-    dtype = _checks.check_floating("cayley_init", "dtype", dtype)
+    n = _validation.check_init_shape("cayley_init", shape)[0]
+    dtype = _validation.check_floating("cayley_init", "dtype", dtype)
     u = jax.random.uniform(key, (n // 2,), dtype, 0.0, math.pi / 2)
     return _superdiagonal_skew(-jnp.tan(u / 2), n, dtype)
 
@@ -73,8 +73,8 @@ def haar_orthogonal() -> Initializer:
   """Haar-random orthogonal matrix with ``det = +1`` (QR with sign fix)."""
 
   def init(key, shape, dtype=jnp.float32):
-    n = _checks.check_init_shape("haar_orthogonal", shape)[0]
-    dtype = _checks.check_floating("haar_orthogonal", "dtype", dtype)
+    n = _validation.check_init_shape("haar_orthogonal", shape)[0]
+    dtype = _validation.check_floating("haar_orthogonal", "dtype", dtype)
     return _haar_orthogonal(key, n, dtype).astype(dtype)
 
   return init
@@ -98,7 +98,7 @@ def haar_unitary() -> Initializer:
 
   def init(key, shape, dtype=jnp.float32):
     n = _unitary_pair_shape("haar_unitary", shape)
-    dtype = _checks.check_floating("haar_unitary", "dtype", dtype)
+    dtype = _validation.check_floating("haar_unitary", "dtype", dtype)
     z = jax.random.normal(key, (2, n, n), _compute_dtype(dtype))
     q = unitary.qr_positive(unitary.complex_from_pair(z))
     return unitary.pair_from_complex(q).astype(dtype)
@@ -116,7 +116,7 @@ def urnn_unitary(permutation_seed: int = 0) -> Initializer:
 
   def init(key, shape, dtype=jnp.float32):
     n = _unitary_pair_shape("urnn_unitary", shape)
-    dtype = _checks.check_floating("urnn_unitary", "dtype", dtype)
+    dtype = _validation.check_floating("urnn_unitary", "dtype", dtype)
     k_theta, k_refl = jax.random.split(key)
     cdt = _compute_dtype(dtype)
     theta = jax.random.uniform(k_theta, (3, n), cdt, -math.pi, math.pi)
@@ -137,7 +137,7 @@ def orthogonal_log(q: Array) -> Array:
   ``t = arccos c``, evaluated through ``eigh(S)``. Exact up to rounding away from
   eigen-angles at ``+-pi`` (probability zero for Haar samples).
   """
-  _checks.check_matrix("orthogonal_log", "q", q, batched=False)
+  _validation.check_matrix("orthogonal_log", "q", q, batched=False)
   s = (q + q.T) / 2
   k = (q - q.T) / 2
   c, z = jnp.linalg.eigh(s)
@@ -154,8 +154,8 @@ def haar_skew() -> Initializer:
   """Skew ``A`` with ``expm(A)`` Haar on SO(n): the "random" init of expRNN/nnRNN."""
 
   def init(key, shape, dtype=jnp.float32):
-    n = _checks.check_init_shape("haar_skew", shape)[0]
-    dtype = _checks.check_floating("haar_skew", "dtype", dtype)
+    n = _validation.check_init_shape("haar_skew", shape)[0]
+    dtype = _validation.check_floating("haar_skew", "dtype", dtype)
     return orthogonal_log(_haar_orthogonal(key, n, dtype)).astype(dtype)
 
   return init
@@ -169,7 +169,7 @@ def sinkhorn(m: Array, tol: float = 1e-8, max_iter: int = 1000) -> Array:
   ``max |row sum - 1| <= tol``, when the error stops decreasing (the floating-point
   floor, e.g. ~1e-7 in float32), or after ``max_iter`` sweeps.
   """
-  _checks.check_matrix("sinkhorn", "m", m, batched=False)
+  _validation.check_matrix("sinkhorn", "m", m, batched=False)
 
   def sweep(x):
     x = x / jnp.sum(x, axis=1, keepdims=True)
@@ -199,10 +199,10 @@ def doubly_stochastic(tol: float = 1e-8, max_iter: int = 1000) -> Initializer:
   """
 
   def init(key, shape, dtype=jnp.float32):
-    n = _checks.check_init_shape("doubly_stochastic", shape)[0]
+    n = _validation.check_init_shape("doubly_stochastic", shape)[0]
     if n < 2:
       raise ValueError(f"doubly_stochastic: needs n >= 2; got shape {tuple(shape)}.")
-    dtype = _checks.check_floating("doubly_stochastic", "dtype", dtype)
+    dtype = _validation.check_floating("doubly_stochastic", "dtype", dtype)
     cdt = _compute_dtype(dtype)
     m = jax.random.uniform(key, (n, n), cdt) * (1 - jnp.eye(n, dtype=cdt))
     return sinkhorn(m, tol, max_iter).astype(dtype)
@@ -225,7 +225,7 @@ def centered_over_units(init: Initializer) -> Initializer:
   """
 
   def centered(key, shape, dtype=jnp.float32):
-    shape = _checks.check_init_shape("centered_over_units", shape, square=False)
+    shape = _validation.check_init_shape("centered_over_units", shape, square=False)
     if not shape:
       raise ValueError("centered_over_units: argument 'shape' must have at least one axis; "
                        "got ().")

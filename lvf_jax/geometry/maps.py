@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
-from lvf_jax.geometry import _checks
+from lvf_jax import _validation
 from lvf_jax.geometry._util import eye_like, scale_columns
 
 Array = jax.Array
@@ -49,7 +49,7 @@ def expm(a: Array, *, method: str = "auto") -> Array:
       ``||A||`` up to 1e2. Taylor is differentiable in reverse mode (first order); Pade
       in every mode (``jax.jvp``, ``jax.hessian`` ...).
   """
-  _checks.check_matrix("expm", "a", a)
+  _validation.check_matrix("expm", "a", a)
   if not isinstance(method, str) or method not in EXPM_METHODS:
     raise ValueError(
         f"expm: argument 'method' must be one of {list(EXPM_METHODS)}; got {method!r}.")
@@ -94,8 +94,8 @@ def expm_taylor(a: Array, *, max_squarings: int = 16) -> Array:
     ``exp(A)`` of the same shape and dtype.
   """
   a = jnp.asarray(a)
-  _checks.check_matrix("expm_taylor", "a", a)
-  _checks.check_floating("expm_taylor", "a", a.dtype)
+  _validation.check_matrix("expm_taylor", "a", a)
+  _validation.check_floating("expm_taylor", "a", a.dtype)
   if (isinstance(max_squarings, bool) or not isinstance(max_squarings, numbers.Integral)
       or not 0 <= max_squarings <= 64):
     raise ValueError(
@@ -221,14 +221,14 @@ def cayley(a: Array) -> Array:
   Evaluated as ``2 (I + A)^{-1} - I`` (the same matrix: ``I - A = 2 I - (I + A)``), one LU
   solve against ``I``.
   """
-  _checks.check_matrix("cayley", "a", a)
+  _validation.check_matrix("cayley", "a", a)
   eye = eye_like(a)
   return 2.0 * _inverse(eye + a) - eye
 
 
 def scaling_diagonal(n: int, rho: int, dtype=jnp.float32) -> Array:
   """Diagonal of scoRNN's ``D``: ``n - rho`` entries +1 followed by ``rho`` entries -1."""
-  rho = _checks.check_rho("scaling_diagonal", rho, n)
+  rho = _validation.check_rho("scaling_diagonal", rho, n)
   return jnp.concatenate([jnp.ones((n - rho,), dtype), -jnp.ones((rho,), dtype)])
 
 
@@ -243,8 +243,8 @@ def scaled_cayley(a: Array, rho: int) -> Array:
     a: skew-symmetric ``(..., n, n)``.
     rho: number of -1 entries of ``D``, a Python int in ``[0, n]``.
   """
-  n = _checks.check_matrix("scaled_cayley", "a", a)
-  d = scaling_diagonal(n, _checks.check_rho("scaled_cayley", rho, n), a.dtype)
+  n = _validation.check_matrix("scaled_cayley", "a", a)
+  d = scaling_diagonal(n, _validation.check_rho("scaled_cayley", rho, n), a.dtype)
   return scale_columns(cayley(a), d)
 
 
@@ -253,15 +253,15 @@ def inverse_scaled_cayley(w: Array, rho: int) -> Array:
 
   Requires ``W D`` to have no eigenvalue -1 (Kahan: a suitable ``rho`` exists).
   """
-  n = _checks.check_matrix("inverse_scaled_cayley", "w", w)
-  d = scaling_diagonal(n, _checks.check_rho("inverse_scaled_cayley", rho, n), w.dtype)
+  n = _validation.check_matrix("inverse_scaled_cayley", "w", w)
+  d = scaling_diagonal(n, _validation.check_rho("inverse_scaled_cayley", rho, n), w.dtype)
   return cayley(scale_columns(w, d))
 
 
 def euler(g: Array, tau) -> Array:
   """Explicit Euler step of ``dh/dt = -G h``: ``I - tau G`` (lvfRNN eq 5)."""
-  _checks.check_matrix("euler", "g", g)
-  _checks.check_positive("euler", "tau", tau)
+  _validation.check_matrix("euler", "g", g)
+  _validation.check_positive("euler", "tau", tau)
   return eye_like(g) - jnp.asarray(tau, g.dtype) * g
 
 
@@ -270,16 +270,16 @@ def midpoint(g: Array, tau) -> Array:
 
   Orthogonal when ``G`` is skew; equals ``cayley(tau/2 G)``.
   """
-  _checks.check_matrix("midpoint", "g", g)
-  _checks.check_positive("midpoint", "tau", tau)
+  _validation.check_matrix("midpoint", "g", g)
+  _validation.check_positive("midpoint", "tau", tau)
   return cayley(jnp.asarray(tau / 2, g.dtype) * g)
 
 
 def exponential(g: Array, tau) -> Array:
   """Exact flow ``exp(-tau G)`` of ``dh/dt = -G h`` (lvfRNN eq 3), by :func:`expm` (its
   ``'auto'`` method: matmul-only Taylor in float32, Pade in float64)."""
-  _checks.check_matrix("exponential", "g", g)
-  _checks.check_positive("exponential", "tau", tau)
+  _validation.check_matrix("exponential", "g", g)
+  _validation.check_positive("exponential", "tau", tau)
   return expm(-jnp.asarray(tau, g.dtype) * g)
 
 
@@ -302,6 +302,6 @@ def get_integrator(name: str) -> Callable[[Array, float], Array]:
 
 def orthogonality_error(w: Array) -> Array:
   """``||W^T W - I||_max``, the orthogonality defect used throughout the tests."""
-  _checks.check_matrix("orthogonality_error", "w", w)
+  _validation.check_matrix("orthogonality_error", "w", w)
   wt_w = jnp.swapaxes(w, -1, -2) @ w
   return jnp.max(jnp.abs(wt_w - eye_like(w)), axis=(-2, -1))

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from lvf_jax.geometry import _checks
+from lvf_jax import _validation
 from lvf_jax.geometry._util import eye_like
 
 Array = jax.Array
@@ -27,15 +27,15 @@ NEUMANN_ORDERS = (1, 2, 3)
 
 def cayley_inverse(a: Array) -> Array:
   """Exact ``(I + A)^{-1}`` by an LU solve (the reset of the Neumann update)."""
-  _checks.check_matrix("cayley_inverse", "a", a)
+  _validation.check_matrix("cayley_inverse", "a", a)
   eye = eye_like(a)
   return jnp.linalg.solve(eye + a, eye)
 
 
 def neumann_product(inv_prev: Array, delta: Array) -> Array:
   """``X = Ainv dA``, whose norm decides whether the series is valid."""
-  _checks.check_matrix("neumann_product", "inv_prev", inv_prev)
-  _checks.check_same_shape("neumann_product", ("inv_prev", "delta"), inv_prev, delta)
+  _validation.check_matrix("neumann_product", "inv_prev", inv_prev)
+  _validation.check_same_shape("neumann_product", ("inv_prev", "delta"), inv_prev, delta)
   return inv_prev @ delta
 
 
@@ -50,7 +50,7 @@ def neumann_inverse_update(inv_prev: Array, delta: Array, order: int = 2) -> Arr
   Returns:
     approximation of ``(I + A_k)^{-1}``.
   """
-  order = _checks.check_int_in("neumann_inverse_update", "order", order, NEUMANN_ORDERS)
+  order = _validation.check_int_in("neumann_inverse_update", "order", order, NEUMANN_ORDERS)
   x = neumann_product(inv_prev, delta)
   # Horner form: (I + X (I + X (I + ...))) Ainv, `order` products with X plus one with Ainv.
   eye = eye_like(x)
@@ -82,10 +82,10 @@ def neumann_inverse_step(a_new: Array, inv_prev: Array, delta: Array, *, order: 
     force_reset: bool (may be traced) requesting the exact inverse.
     threshold: validity threshold in (0, 1].
   """
-  order = _checks.check_int_in("neumann_inverse_step", "order", order, NEUMANN_ORDERS)
-  _checks.check_matrix("neumann_inverse_step", "a_new", a_new, batched=False)
-  _checks.check_same_shape("neumann_inverse_step", ("a_new", "inv_prev"), a_new, inv_prev)
-  t = _checks.concrete_value(threshold)
+  order = _validation.check_int_in("neumann_inverse_step", "order", order, NEUMANN_ORDERS)
+  _validation.check_matrix("neumann_inverse_step", "a_new", a_new, batched=False)
+  _validation.check_same_shape("neumann_inverse_step", ("a_new", "inv_prev"), a_new, inv_prev)
+  t = _validation.concrete_value(threshold)
   if t is not None and not 0 < t <= 1:
     raise ValueError(
         f"neumann_inverse_step: argument 'threshold' must lie in (0, 1]; got {threshold!r}.")

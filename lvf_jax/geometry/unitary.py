@@ -28,8 +28,9 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+from lvf_jax import _validation
 
-from lvf_jax.geometry import _checks
+
 
 Array = jax.Array
 
@@ -275,7 +276,7 @@ def eunn_matrix(theta_a: Array, theta_b: Array, phi_a: Optional[Array] = None,
   theta_a, theta_b = jnp.asarray(theta_a), jnp.asarray(theta_b)
   n, la, lb = _check_tunable("eunn_matrix", theta_a, theta_b, phi_a, phi_b, omega)
   complex_valued = phi_a is not None
-  real = _checks.check_floating("eunn_matrix", "theta_a", theta_a.dtype)
+  real = _validation.check_floating("eunn_matrix", "theta_a", theta_a.dtype)
   dtype = complex_dtype(real) if complex_valued else real
   x = jnp.eye(n, dtype=dtype)
 
@@ -320,7 +321,7 @@ def eunn_rotations(theta_a: Array, theta_b: Array, phi_a: Optional[Array] = None
   :func:`eunn_matrix`."""
   theta_a, theta_b = jnp.asarray(theta_a), jnp.asarray(theta_b)
   _check_tunable("eunn_rotations", theta_a, theta_b, phi_a, phi_b, omega)
-  _checks.check_floating("eunn_rotations", "theta_a", theta_a.dtype)
+  _validation.check_floating("eunn_rotations", "theta_a", theta_a.dtype)
   trig = lambda a: (None, None) if a is None else (jnp.cos(a), jnp.sin(a))  # noqa: E731
   return EUNNRotations(jnp.cos(theta_a), jnp.sin(theta_a), jnp.cos(theta_b),
                        jnp.sin(theta_b), *trig(phi_a), *trig(phi_b), *trig(omega))
@@ -420,7 +421,7 @@ def eunn_fft_matrix(theta: Array, phi: Optional[Array] = None,
         f"{jnp.shape(phi)}.")
   if omega is not None and phi is None:
     raise ValueError("eunn_fft_matrix: argument 'omega' requires the phases 'phi'.")
-  real = _checks.check_floating("eunn_fft_matrix", "theta", theta.dtype)
+  real = _validation.check_floating("eunn_fft_matrix", "theta", theta.dtype)
   dtype = complex_dtype(real) if phi is not None else real
   x = jnp.eye(n, dtype=dtype)
   for layer in range(theta.shape[0]):  # log2 n static layers, each with its own pairs

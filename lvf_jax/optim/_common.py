@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from lvf_jax import _validation
 from lvf_jax import geometry, recurrences
 
 Array = jax.Array
@@ -41,21 +42,6 @@ def concrete_number(x: Any) -> Optional[float]:
   return None
 
 
-def check_int(fn: str, name: str, value: Any, *, minimum: int = 0,
-              allow_none: bool = False) -> Any:
-  """Checks a concrete integer hyperparameter ``>= minimum`` (tracers pass through)."""
-  if value is None and allow_none:
-    return None
-  if not is_concrete(value):
-    return value
-  v = concrete_number(value)
-  if isinstance(value, bool) or v is None or float(v) != int(v) or int(v) < minimum:
-    extra = " or None" if allow_none else ""
-    raise ValueError(
-        f"{fn}: argument '{name}' must be an int >= {minimum}{extra}; got {value!r}.")
-  return value
-
-
 def check_in_range(fn: str, name: str, value: Any, low: float, high: float, *,
                    low_open: bool = True) -> Any:
   """Checks a concrete scalar in ``(low, high]`` (``[low, high]`` if not ``low_open``)."""
@@ -79,11 +65,6 @@ def check_learning_rate(fn: str, learning_rate: Any) -> Any:
         f"got {learning_rate!r}.")
   return learning_rate
 
-
-def check_choice(fn: str, name: str, value: Any, allowed: tuple[str, ...]) -> str:
-  if not isinstance(value, str) or value not in allowed:
-    raise ValueError(f"{fn}: argument '{name}' must be one of {allowed}; got {value!r}.")
-  return value
 
 
 def check_transformation(fn: str, name: str, tx: Any) -> optax.GradientTransformationExtraArgs:
@@ -215,7 +196,7 @@ def orthonormalize(w: Array, method: str = "polar") -> Array:
   SVD, the Frobenius-nearest) or the phase-fixed Q factor (``'qr'``: ``R`` with positive
   real diagonal). Batched, dtype-preserving.
   """
-  check_choice("orthonormalize", "method", method, ORTHONORMALIZE_METHODS)
+  _validation.check_choice("orthonormalize", "method", method, ORTHONORMALIZE_METHODS)
   if np.ndim(w) < 2 or np.shape(w)[-1] != np.shape(w)[-2]:
     raise ValueError(
         f"orthonormalize: argument 'w' must be a square matrix (..., n, n); got shape "

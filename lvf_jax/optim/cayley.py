@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from lvf_jax import _validation
 from lvf_jax import geometry
 from lvf_jax.optim import _common
 
@@ -121,14 +122,14 @@ def _cayley_transform(fn: str, inner: Any, rho: Any, *, neumann: bool, order: An
                       reset_every: Any = None, threshold: Any = 0.5
                       ) -> optax.GradientTransformationExtraArgs:
   inner = _common.check_transformation(fn, "inner", inner)
-  _common.check_int(fn, "rho", rho, minimum=0)
+  _validation.check_concrete_int(fn, "rho", rho, minimum=0)
   if neumann:
     if _common.is_concrete(order):
       v = _common.concrete_number(order)
       if isinstance(order, bool) or v is None or v not in geometry.NEUMANN_ORDERS:
         raise ValueError(
             f"{fn}: argument 'order' must be one of {geometry.NEUMANN_ORDERS}; got {order!r}.")
-    _common.check_int(fn, "reset_every", reset_every, minimum=0, allow_none=True)
+    _validation.check_concrete_int(fn, "reset_every", reset_every, minimum=0, allow_none=True)
     _common.check_in_range(fn, "threshold", threshold, 0.0, 1.0)
 
   def init_fn(params):

@@ -8,7 +8,8 @@ from typing import Any, Mapping
 import jax
 import optax
 
-from lvf_jax.optim import _common, labels
+from lvf_jax import _validation
+from lvf_jax.optim import labels
 from lvf_jax.optim.cayley import neumann_cayley, scornn
 from lvf_jax.optim.multiplicative import multiplicative_cayley
 
@@ -85,16 +86,16 @@ def _number(fn: str, name: str, value: Any, *, low: float = 0.0, strict: bool = 
 
 
 def _schedule(fn: str, c: dict[str, Any], peak: float):
-  kind = _common.check_choice(fn, "lr_schedule", c["lr_schedule"], SCHEDULES)
-  warmup = _common.check_int(fn, "warmup_steps", c["warmup_steps"], minimum=0)
+  kind = _validation.check_choice(fn, "lr_schedule", c["lr_schedule"], SCHEDULES)
+  warmup = _validation.check_concrete_int(fn, "warmup_steps", c["warmup_steps"], minimum=0)
   if kind == "constant":
     sched = optax.constant_schedule(peak)
   elif kind == "step":
     decay = _number(fn, "lr_decay", c["lr_decay"], high=1.0)
-    steps = _common.check_int(fn, "lr_decay_steps", c["lr_decay_steps"], minimum=1)
+    steps = _validation.check_concrete_int(fn, "lr_decay_steps", c["lr_decay_steps"], minimum=1)
     sched = optax.exponential_decay(peak, steps, decay, staircase=True)
   else:
-    total = _common.check_int(fn, "total_steps", c["total_steps"], minimum=1)
+    total = _validation.check_concrete_int(fn, "total_steps", c["total_steps"], minimum=1)
     sched = optax.cosine_decay_schedule(peak, max(total - warmup, 1))
   if kind == "constant" and not warmup:
     return peak
@@ -105,7 +106,7 @@ def _schedule(fn: str, c: dict[str, Any], peak: float):
 
 
 def _base(fn: str, name: str, kind: str, lr: Any, c: dict[str, Any]):
-  _common.check_choice(fn, name, kind, OPTIMIZERS)
+  _validation.check_choice(fn, name, kind, OPTIMIZERS)
   eps = _number(fn, "eps", c["eps"], strict=False)
   momentum = _number(fn, "momentum", c["momentum"], strict=False, high=1.0)
   if kind == "rmsprop":
@@ -200,30 +201,30 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
   lr_orth = lr / 10 if c["lr_orth"] is None else _number(fn, "lr_orth", c["lr_orth"])
   lr_vf = lr if c["lr_vector_field"] is None else _number(
       fn, "lr_vector_field", c["lr_vector_field"])
-  kind = _common.check_choice(fn, "optimizer", c["optimizer"], OPTIMIZERS)
+  kind = _validation.check_choice(fn, "optimizer", c["optimizer"], OPTIMIZERS)
   orth_kind = kind if c["orth_optimizer"] is None else c["orth_optimizer"]
-  _common.check_choice(fn, "orth_optimizer", orth_kind, OPTIMIZERS)
-  method = _common.check_choice(fn, "orthogonal_method", c["orthogonal_method"],
-                                ORTHOGONAL_METHODS)
+  _validation.check_choice(fn, "orth_optimizer", orth_kind, OPTIMIZERS)
+  method = _validation.check_choice(fn, "orthogonal_method", c["orthogonal_method"],
+                                    ORTHOGONAL_METHODS)
 
   sched, sched_orth, sched_vf = (_schedule(fn, c, v) for v in (lr, lr_orth, lr_vf))
   orth_inner = _base(fn, "orth_optimizer", orth_kind, sched_orth, c)
-  every = _common.check_int(fn, "reorthonormalize_every", c["reorthonormalize_every"],
-                            minimum=0, allow_none=True)
+  every = _validation.check_concrete_int(fn, "reorthonormalize_every",
+                                         c["reorthonormalize_every"], minimum=0, allow_none=True)
   if method == "trivialization":
     orth = _no_orthogonal_params(fn)
   elif method == "multiplicative":
     orth = multiplicative_cayley(sched_orth, reorthonormalize_every=every)
   else:
-    rho = _common.check_int(fn, "rho", c["rho"], minimum=0)
+    rho = _validation.check_concrete_int(fn, "rho", c["rho"], minimum=0)
     if method == "scornn":
       orth = scornn(orth_inner, rho)
     else:
       orth = neumann_cayley(orth_inner, rho, order=c["neumann_order"],
                             reset_every=c["reset_every"], threshold=c["neumann_threshold"])
   unitary = multiplicative_cayley(sched_orth, reorthonormalize_every=every, unitary=True)
-  if _common.check_choice(fn, "unitary_gradient", c["unitary_gradient"],
-                          UNITARY_GRADIENTS) == "rms":
+  if _validation.check_choice(fn, "unitary_gradient", c["unitary_gradient"],
+                              UNITARY_GRADIENTS) == "rms":
     decay = _number(fn, "rmsprop_decay", c["rmsprop_decay"], high=1.0)
     eps = _number(fn, "eps", c["eps"], strict=False)
     unitary = optax.chain(optax.scale_by_rms(decay=decay, eps=eps, eps_in_sqrt=False),

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from lvf_jax import _validation
 from lvf_jax import geometry
 from lvf_jax.optim import _common
 
@@ -69,9 +70,9 @@ def multiplicative_cayley(learning_rate: Any, *, reorthonormalize_every: Optiona
   if not isinstance(unitary, bool):
     raise ValueError(f"{fn}: argument 'unitary' must be a bool; got {unitary!r}.")
   _common.check_learning_rate(fn, learning_rate)
-  _common.check_int(fn, "reorthonormalize_every", reorthonormalize_every, minimum=0,
-                    allow_none=True)
-  _common.check_choice(fn, "method", method, _common.ORTHONORMALIZE_METHODS)
+  _validation.check_concrete_int(fn, "reorthonormalize_every", reorthonormalize_every, minimum=0,
+                                 allow_none=True)
+  _validation.check_choice(fn, "method", method, _common.ORTHONORMALIZE_METHODS)
 
   def init_fn(params):
     _common.check_square_leaves(fn, params, unitary=unitary)
@@ -119,8 +120,8 @@ def reorthonormalize(every: int, method: str = "polar") -> optax.GradientTransfo
     method: ``'polar'`` (SVD) or ``'qr'`` (sign-fixed).
   """
   fn = "reorthonormalize"
-  _common.check_int(fn, "every", every, minimum=1)
-  _common.check_choice(fn, "method", method, _common.ORTHONORMALIZE_METHODS)
+  _validation.check_concrete_int(fn, "every", every, minimum=1)
+  _validation.check_choice(fn, "method", method, _common.ORTHONORMALIZE_METHODS)
 
   def init_fn(params):
     _common.check_square_leaves(fn, params)

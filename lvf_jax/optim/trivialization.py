@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 import jax
 import jax.numpy as jnp
 
+from lvf_jax import _validation
 from lvf_jax import geometry
 from lvf_jax.optim import _common
 
@@ -93,7 +94,7 @@ def dtriv_rebase(params: Any, bases: Any, *, phi: Callable[[Array], Array] = exp
     ``(new_params, new_bases)``, same structures and dtypes.
   """
   fn = "dtriv_rebase"
-  _common.check_choice(fn, "method", method, _common.ORTHONORMALIZE_METHODS)
+  _validation.check_choice(fn, "method", method, _common.ORTHONORMALIZE_METHODS)
   pairs = _match(fn, params, bases)
   flat_params = _by_names(params)
   flat_bases = _by_names(bases)
@@ -145,10 +146,10 @@ def dynamic_trivialization(params: Any, bases: Any, step: Any, *, every: int = 1
     ``(new_params, new_bases)``.
   """
   fn = "dynamic_trivialization"
-  _common.check_int(fn, "every", every, minimum=1)
-  _common.check_int(fn, "orthonormalize_every", orthonormalize_every, minimum=0,
-                    allow_none=True)
-  _common.check_choice(fn, "method", method, _common.ORTHONORMALIZE_METHODS)
+  _validation.check_concrete_int(fn, "every", every, minimum=1)
+  _validation.check_concrete_int(fn, "orthonormalize_every", orthonormalize_every, minimum=0,
+                                 allow_none=True)
+  _validation.check_choice(fn, "method", method, _common.ORTHONORMALIZE_METHODS)
   _match(fn, params, bases)
   step = jnp.asarray(step, jnp.int32)
   due = jnp.logical_and(step > 0, step % every == 0)

@@ -28,11 +28,6 @@ def check_unroll(fn: str, unroll: Any) -> int:
   return int(unroll)
 
 
-def check_choice(fn: str, name: str, value: Any, allowed: tuple[str, ...]) -> str:
-  if not isinstance(value, str) or value not in allowed:
-    raise ValueError(f"{fn}: argument '{name}' must be one of {list(allowed)}; got {value!r}.")
-  return value
-
 
 def check_seq_lengths(fn: str, seq_lengths: Any, batch_shape: tuple[int, ...],
                       num_steps: int) -> Array:

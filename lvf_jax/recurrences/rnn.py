@@ -15,8 +15,9 @@ from typing import Any, Callable, Optional
 import jax
 import jax.numpy as jnp
 
+from lvf_jax import _validation
 from lvf_jax.recurrences._common import (act_fwd, act_grad_from_output, big_matmul_tn,
-                                         check_choice, check_unroll, dot_rows,
+                                         check_unroll, dot_rows,
                                          explicitly_sharded, finish, last_carry,
                                          mask_select, modrelu_bias_cotangent,
                                          modrelu_split_vjp, next_index, next_steps,
@@ -199,7 +200,7 @@ def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *
     cast to ``u.dtype``.
   """
   fn = "rnn_scan"
-  check_choice(fn, "activation", activation, ACTIVATIONS)
+  _validation.check_choice(fn, "activation", activation, ACTIVATIONS)
   unroll = check_unroll(fn, unroll)
   params = kernel
   if operator is not None:

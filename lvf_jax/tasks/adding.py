@@ -25,6 +25,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
+from lvf_jax import _validation
 from lvf_jax.tasks import base
 
 Array = jax.Array
@@ -46,7 +47,7 @@ class AddingTask(base.SyntheticTask):
   PAPER_LENGTHS: ClassVar[tuple[int, ...]] = (200, 400, 750, 1000, 5000)
 
   def __post_init__(self):
-    base.check_int("AddingTask", "T", self.T, 2)
+    _validation.check_int("AddingTask", "T", self.T, 2)
 
   @property
   def seq_len(self) -> int:

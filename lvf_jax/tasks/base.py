@@ -29,12 +29,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import numbers
 from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from lvf_jax import _validation
 
 Array = jax.Array
 
@@ -57,20 +58,6 @@ class Batch(NamedTuple):
   mask: Array
 
 
-def check_int(cls: str, name: str, value: Any, minimum: int) -> int:
-  """Checks that ``value`` is an integer ``>= minimum`` (bools rejected); returns it as int."""
-  if (isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer))
-      or int(value) < minimum):
-    raise ValueError(
-        f"{cls}: argument '{name}' must be an integer >= {minimum}; got {value!r}.")
-  return int(value)
-
-
-def check_choice(cls: str, name: str, value: Any, choices: tuple[str, ...]) -> str:
-  if value not in choices:
-    raise ValueError(
-        f"{cls}: argument '{name}' must be one of {choices}; got {value!r}.")
-  return value
 
 
 def check_outputs(cls: str, outputs: Any, shape: tuple[int, ...]) -> None:
@@ -176,7 +163,7 @@ class SyntheticTask:
   def sample(self, key: Array, batch_size: int) -> Batch:
     """Draws a batch of ``batch_size`` sequences from ``key`` (pure; jit-able with
     ``batch_size`` static). The same ``key`` always gives the same batch."""
-    batch_size = check_int(f"{type(self).__name__}.sample", "batch_size", batch_size, 1)
+    batch_size = _validation.check_int(f"{type(self).__name__}.sample", "batch_size", batch_size, 1)
     return _sample_jit(self, key, batch_size)
 
   def loss(self, outputs: Array, batch: Batch) -> Array:
@@ -220,8 +207,8 @@ class SyntheticTask:
       are not nested: ``fixed_split(s, 100)`` is not a prefix of ``fixed_split(s, 1000)``.
     """
     cls = f"{type(self).__name__}.fixed_split"
-    check_choice(cls, "split", split, tuple(SPLIT_SEEDS))
-    size = check_int(cls, "size", size, 1)
+    _validation.check_choice(cls, "split", split, tuple(SPLIT_SEEDS))
+    size = _validation.check_int(cls, "size", size, 1)
     return self.sample(jax.random.key(SPLIT_SEEDS[split]), size)
 
   def options(self) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
+from lvf_jax import _validation
 from lvf_jax.tasks import base
 
 Array = jax.Array
@@ -63,9 +64,9 @@ class CopyTask(base.RecallLossMixin, base.SyntheticTask):
   PAPER_LENGTHS: ClassVar[tuple[int, ...]] = (200, 1000, 2000)
 
   def __post_init__(self):
-    base.check_int("CopyTask", "T", self.T, 1)
-    base.check_int("CopyTask", "K", self.K, 1)
-    base.check_int("CopyTask", "num_symbols", self.num_symbols, 1)
+    _validation.check_int("CopyTask", "T", self.T, 1)
+    _validation.check_int("CopyTask", "K", self.K, 1)
+    _validation.check_int("CopyTask", "num_symbols", self.num_symbols, 1)
     if not isinstance(self.faithful, bool):
       raise ValueError(f"CopyTask: argument 'faithful' must be a bool; got {self.faithful!r}.")
 

@@ -47,6 +47,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 
+from lvf_jax import _validation
 from lvf_jax.tasks import base
 
 Array = jax.Array
@@ -71,9 +72,9 @@ class DenoiseTask(base.RecallLossMixin, base.SyntheticTask):
   PAPER_LENGTHS: ClassVar[tuple[int, ...]] = (200, 400)
 
   def __post_init__(self):
-    base.check_int("DenoiseTask", "K", self.K, 1)
-    base.check_int("DenoiseTask", "T", self.T, max(int(self.K), 1))
-    base.check_int("DenoiseTask", "num_symbols", self.num_symbols, 1)
+    _validation.check_int("DenoiseTask", "K", self.K, 1)
+    _validation.check_int("DenoiseTask", "T", self.T, max(int(self.K), 1))
+    _validation.check_int("DenoiseTask", "num_symbols", self.num_symbols, 1)
 
   @property
   def noise(self) -> int:

@@ -67,6 +67,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lvf_jax import _validation
 from lvf_jax.tasks import base
 
 Array = jax.Array
@@ -131,10 +132,10 @@ class ParenthesisTask(base.SyntheticTask):
   COUNT_MODES: ClassVar[tuple[str, ...]] = ("saturating", "clipped")
 
   def __post_init__(self):
-    base.check_int("ParenthesisTask", "T", self.T, 1)
-    base.check_int("ParenthesisTask", "max_count", self.max_count, 1)
-    base.check_choice("ParenthesisTask", "loss_kind", self.loss_kind, self.LOSS_KINDS)
-    base.check_choice("ParenthesisTask", "count_mode", self.count_mode, self.COUNT_MODES)
+    _validation.check_int("ParenthesisTask", "T", self.T, 1)
+    _validation.check_int("ParenthesisTask", "max_count", self.max_count, 1)
+    _validation.check_choice("ParenthesisTask", "loss_kind", self.loss_kind, self.LOSS_KINDS)
+    _validation.check_choice("ParenthesisTask", "count_mode", self.count_mode, self.COUNT_MODES)
 
   @property
   def seq_len(self) -> int:

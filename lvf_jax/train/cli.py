@@ -75,7 +75,7 @@ def resolve_argv(argv: Sequence[str]) -> list[str]:
   return out
 
 
-def _fail(message: str) -> None:
+def _exit_with_error(message: str) -> None:
   print(f"lvf_jax: error: {message}", file=sys.stderr)
   sys.exit(2)
 
@@ -118,7 +118,7 @@ def main(argv) -> None:
     else:
       loop.train_and_evaluate(config, _WORKDIR.value)
   except ValueError as e:  # bad configuration: a one-line message, no traceback
-    _fail(str(e))
+    _exit_with_error(str(e))
   except loop.NonFiniteLossError as e:
     print(f"lvf_jax: {e}", file=sys.stderr)
     sys.exit(3)
@@ -128,7 +128,7 @@ def main(argv) -> None:
   except Exception as e:  # pylint: disable=broad-except
     if not _is_data_error(e):
       raise
-    _fail(str(e))  # a missing or corrupt raw file: one line, as a bad value
+    _exit_with_error(str(e))  # a missing or corrupt raw file: one line, as a bad value
 
 
 def parse_flags(argv: Sequence[str]) -> list[str]:
@@ -139,20 +139,20 @@ def parse_flags(argv: Sequence[str]) -> list[str]:
       shipped = shipped_configs_dir()
       names = sorted(f for f in os.listdir(shipped) if f.endswith(".py") and f[0] != "_") \
           if shipped else []
-      _fail(f"--config={value}: no such config file; give a path or the name of a shipped "
-            f"config: {names}.")
+      _exit_with_error(f"--config={value}: no such config file; give a path or the name of a "
+                       f"shipped config: {names}.")
   try:
     return flags.FLAGS(list(argv))
   except flags.Error as e:
     cause = e.__context__
     message = str(cause) if isinstance(cause, (ValueError, OSError)) else str(e)
-    _fail(message.strip().splitlines()[-1])
+    _exit_with_error(message.strip().splitlines()[-1])
   except (AttributeError, KeyError) as e:  # --config.<field> that the config lacks
     field = next((a.split("=")[0] for a in argv if a.startswith("--config.")), "--config.*")
     while isinstance(e, BaseException) and e.args:  # AttributeError(KeyError(message))
       e = e.args[0]
     detail = " ".join(str(e).split())
-    _fail(f"{field}: no such config field ({detail}).")
+    _exit_with_error(f"{field}: no such config field ({detail}).")
 
 
 def run() -> None:

@@ -29,6 +29,7 @@ from typing import Any, Optional
 import jax
 import ml_collections
 
+from lvf_jax._validation import check_int
 from lvf_jax import cells as cells_lib
 from lvf_jax import optim as optim_lib
 from lvf_jax.layers import INPUT_PROJECTIONS
@@ -85,11 +86,6 @@ def _get(section: Any, key: str, default: Any = None) -> Any:
     return default
 
 
-def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
-  if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-    raise ValueError(f"config: '{name}' must be an integer >= {minimum}; got {value!r}.")
-  return int(value)
-
 
 def validate_config(config: ml_collections.ConfigDict):
   """Raises ``ValueError`` (naming the field, its value and what is allowed) on a bad config.
@@ -103,7 +99,7 @@ def validate_config(config: ml_collections.ConfigDict):
     if section not in config:
       raise ValueError(f"config: missing section '{section}'.")
   t = config.train
-  _positive_int("train.steps", t.steps)
+  check_int("config", "train.steps", t.steps)
   limit = _get(t, "time_limit", 0.0)
   if isinstance(limit, bool) or not isinstance(limit, numbers.Real) or not limit >= 0:
     raise ValueError(f"config: 'train.time_limit' must be a number of seconds >= 0 (0: no "
@@ -112,17 +108,17 @@ def validate_config(config: ml_collections.ConfigDict):
   if not isinstance(stop_on_signal, bool):
     raise ValueError(f"config: 'train.stop_on_signal' must be True or False; got "
                      f"{stop_on_signal!r}.")
-  _positive_int("train.batch_size", t.batch_size)
+  check_int("config", "train.batch_size", t.batch_size)
   for name in ("eval_every", "log_every", "checkpoint_every", "eval_size", "eval_batch_size",
                "keep_checkpoints"):
-    _positive_int(f"train.{name}", _get(t, name, 1))
+    check_int("config", f"train.{name}", _get(t, name, 1))
   hidden = config.model.hidden
   if isinstance(hidden, (list, tuple)):  # one size per layer (e.g. NC-GRU PTB 430/1000/430)
     for i, n in enumerate(hidden):
-      _positive_int(f"model.hidden[{i}]", n)
+      check_int("config", f"model.hidden[{i}]", n)
   else:
-    _positive_int("model.hidden", hidden)
-  _positive_int("model.num_layers", config.model.num_layers)
+    check_int("config", "model.hidden", hidden)
+  check_int("config", "model.num_layers", config.model.num_layers)
   for name in ("dropout", "input_dropout", "output_dropout"):
     rate = _get(config.model, name, 0.0)
     if rate is None and name == "output_dropout":
@@ -134,7 +130,7 @@ def validate_config(config: ml_collections.ConfigDict):
   if projection not in INPUT_PROJECTIONS:
     raise ValueError(f"config: 'model.input_projection' must be one of "
                      f"{list(INPUT_PROJECTIONS)}; got {projection!r}.")
-  _positive_int("optim.dtriv_every", _get(config.optim, "dtriv_every", 0) or 0, minimum=0)
+  check_int("config", "optim.dtriv_every", _get(config.optim, "dtriv_every", 0) or 0, minimum=0)
   pipeline = builders.build_pipeline(config)  # validates the task name and options
   model = builders.build_model(config, pipeline)  # validates cell names
   tx = builders.build_optimizer(config)  # validates the optimiser fields

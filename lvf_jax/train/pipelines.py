@@ -38,12 +38,13 @@ import dataclasses
 import functools
 import inspect
 import math
-from typing import Any, Optional
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lvf_jax._validation import check_optional_int, fail
 from lvf_jax import data as data_lib
 from lvf_jax.train import pipeline as pipeline_lib
 
@@ -52,21 +53,11 @@ Array = jax.Array
 EVAL_SPLITS = {"validation": "valid", "valid": "valid", "test": "test", "train": "train"}
 
 
-def _fail(where: str, arg: str, value: Any, allowed: str):
-  raise ValueError(f"{where}: argument '{arg}' must be {allowed}; got {value!r}.")
-
-
-def _optional_positive(where: str, arg: str, value: Any) -> Optional[int]:
-  if value is None:
-    return None
-  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-    _fail(where, arg, value, "None or a positive integer")
-  return int(value)
 
 
 def _split_name(where: str, split: str) -> str:
   if split not in EVAL_SPLITS:
-    _fail(where, "split", split, f"one of {sorted(EVAL_SPLITS)}")
+    fail(where, "split", split, f"one of {sorted(EVAL_SPLITS)}")
   return EVAL_SPLITS[split]
 
 
@@ -140,14 +131,14 @@ class ClassificationPipeline(_HostPipeline):
                max_eval_examples: Optional[int] = None, download: bool = False):
     super().__init__(config, name)
     where = f"ClassificationPipeline({name!r})"
-    self.max_eval_examples = _optional_positive(where, "max_eval_examples", max_eval_examples)
+    self.max_eval_examples = check_optional_int(where, "max_eval_examples", max_eval_examples)
     kw = dict(data_dir=data_dir, tfds_dir=tfds_dir, download=bool(download), source=source,
               valid_size=int(valid_size),
               valid_seed=int(valid_seed), permutation_seed=int(permutation_seed),
               noise_seed=int(noise_seed))
     self._load = functools.partial(data_lib.load, name, **kw)
     self.train = _first(self._load("train"),
-                        _optional_positive(where, "max_train_examples", max_train_examples))
+                        check_optional_int(where, "max_train_examples", max_train_examples))
     info = self.train.info
     self.input_size = int(info["input_dim"])
     self.output_size = int(info["num_classes"])
@@ -237,18 +228,18 @@ class LanguageModelPipeline(_HostPipeline):
                download: bool = False):
     super().__init__(config, name)
     where = f"LanguageModelPipeline({name!r})"
-    self.bptt = _optional_positive(where, "bptt", bptt)
+    self.bptt = check_optional_int(where, "bptt", bptt)
     if self.bptt is None:
-      _fail(where, "bptt", bptt, "a positive integer")
-    self.max_eval_tokens = _optional_positive(where, "max_eval_tokens", max_eval_tokens)
+      fail(where, "bptt", bptt, "a positive integer")
+    self.max_eval_tokens = check_optional_int(where, "max_eval_tokens", max_eval_tokens)
     self.config = config
     self._load = functools.partial(data_lib.load, name, data_dir=data_dir, tfds_dir=tfds_dir,
                                    download=bool(download))
     self.train = self._truncate(self._load("train"),
-                                _optional_positive(where, "max_train_tokens", max_train_tokens))
+                                check_optional_int(where, "max_train_tokens", max_train_tokens))
     self.vocab_size = self.train.vocab_size
     default_embed = self.vocab_size if name == "ptb_char" else 400
-    self.embed_dim = _optional_positive(where, "embed_dim", embed_dim) or default_embed
+    self.embed_dim = check_optional_int(where, "embed_dim", embed_dim) or default_embed
     self.input_size = self.vocab_size
     self.output_size = self.vocab_size
     self.seq_len = self.bptt
@@ -395,22 +386,22 @@ class NextStepPipeline(_HostPipeline):
                max_eval_examples: Optional[int] = None, download: bool = False):
     super().__init__(config, name)
     where = f"NextStepPipeline({name!r})"
-    self.pad_multiple = _optional_positive(where, "pad_multiple", pad_multiple)
+    self.pad_multiple = check_optional_int(where, "pad_multiple", pad_multiple)
     if self.pad_multiple is None:
-      _fail(where, "pad_multiple", pad_multiple, "a positive integer")
-    self.max_len = _optional_positive(where, "max_len", max_len)
-    self.max_eval_examples = _optional_positive(where, "max_eval_examples", max_eval_examples)
+      fail(where, "pad_multiple", pad_multiple, "a positive integer")
+    self.max_len = check_optional_int(where, "max_len", max_len)
+    self.max_eval_examples = check_optional_int(where, "max_eval_examples", max_eval_examples)
     if mse_per not in ("element", "frame"):
-      _fail(where, "mse_per", mse_per, "'element' or 'frame'")
+      fail(where, "mse_per", mse_per, "'element' or 'frame'")
     self.mse_per = mse_per
     if train_nll not in TRAIN_NLL:
-      _fail(where, "train_nll", train_nll, " or ".join(repr(t) for t in TRAIN_NLL))
+      fail(where, "train_nll", train_nll, " or ".join(repr(t) for t in TRAIN_NLL))
     self.train_nll = train_nll
     self._load = functools.partial(data_lib.load, name, data_dir=data_dir, tfds_dir=tfds_dir,
                                    download=bool(download), pad_multiple=self.pad_multiple,
                                    in_memory=bool(in_memory))
     self.train = self._crop(self._load("train"),
-                            _optional_positive(where, "max_train_examples", max_train_examples))
+                            check_optional_int(where, "max_train_examples", max_train_examples))
     info = self.train.info
     self.is_music = info["loss"] == "music_nll"
     self.input_size = int(info["input_dim"])
@@ -424,7 +415,7 @@ class NextStepPipeline(_HostPipeline):
       self.frame_mean = frames.mean(axis=0).astype(np.float32)
       self.frame_std = np.maximum(frames.std(axis=0), 1e-3).astype(np.float32)
     if self.train_nll != "per_frame" and not self.is_music:
-      _fail(where, "train_nll", train_nll, "'per_frame' for a speech data set")
+      fail(where, "train_nll", train_nll, "'per_frame' for a speech data set")
     self._check_epoch(self.batches_per_epoch, "training split")
 
   def _crop(self, ds: data_lib.Dataset, n: Optional[int]) -> data_lib.Dataset:
