@@ -35,3 +35,29 @@ def test_each_validation_helper_is_defined_once():
   assert all(p == os.path.join("lvf_jax", "_validation.py")
              for name in ("check_choice", "check_int", "check_rho", "fail")
              for p in where[name])
+
+
+def _span(fn) -> int:
+  """Lines from the first statement after the docstring to the last."""
+  body = fn.body
+  if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+      and isinstance(body[0].value.value, str)):
+    body = body[1:]
+  return body[-1].end_lineno - body[0].lineno + 1 if body else 0
+
+
+def test_no_function_spans_more_than_60_lines():
+  too_long = []
+  for folder in ("lvf_jax", "configs"):
+    for path in sorted(glob.glob(os.path.join(ROOT, folder, "**", "*.py"), recursive=True)):
+      with open(path) as f:
+        tree = ast.parse(f.read())
+      for node in ast.walk(tree):  # nested functions too
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _span(node) > 60:
+          too_long.append(f"{os.path.relpath(path, ROOT)}::{node.name} ({_span(node)} lines)")
+  assert not too_long, too_long
+
+
+def test_the_span_counts_from_the_first_statement_after_the_docstring():
+  tree = ast.parse('def f():\n  """Doc\n  string."""\n  a = 1\n\n  return a\n')
+  assert _span(tree.body[0]) == 3

@@ -337,6 +337,35 @@ def load(name: str, split: str, *, data_dir: Optional[paths.PathLike] = None,
     ``inputs`` (B, T, D) float32 and ``labels`` (B,) int32 for classification, and
     ``inputs``/``targets`` (B, T, D), ``mask`` (B, T), ``lengths`` (B,) for next-step tasks.
   """
+  kind, holdout = _check_load(name, split, source, pad_multiple)
+  base_split = "train" if (holdout and split != "test") else split
+  if source == "tfds":
+    data_source, vocab = _builtin_source(_TFDS_BUILTIN[name], base_split, tfds_dir,
+                                         download), None
+    cache_dir = tfds_dir
+  else:
+    b = _prepared_builder(name, prepare_if_missing, data_dir=data_dir, tfds_dir=tfds_dir,
+                          download=download, verify_checksums=verify_checksums,
+                          **builder_kwargs)
+    data_source = b.as_data_source(split=base_split)
+    vocab, cache_dir = (b.info.metadata.get("vocab") if kind == "ptb" else None), b.data_dir
+  if kind == "ptb":
+    tokens = _tokens(data_source, (name, split, source, str(cache_dir)))
+    return TokenStream(name=name, split=split, tokens=tokens, vocab=list(vocab))
+  n = len(data_source)
+  if holdout and split in ("train", "valid"):
+    indices = holdout_split(n, valid_size, valid_seed)[split]
+  else:
+    indices = np.arange(n)
+  transform, info = _transform_and_info(name, kind, base_split, permutation_seed=permutation_seed,
+                                        noise_seed=noise_seed, pad_multiple=pad_multiple)
+  ds = Dataset(name=name, split=split, source=data_source, indices=indices,
+               transform=transform, info=info)
+  return ds.cache() if in_memory else ds
+
+
+def _check_load(name: str, split: str, source: str, pad_multiple: int) -> tuple[str, bool]:
+  """``(kind, holdout)`` of a valid :func:`load` call (``ValueError`` otherwise)."""
   if name not in _REGISTRY:
     fail("load", "name", name, f"one of {DATASETS}")
   kind = _REGISTRY[name][2]
@@ -348,65 +377,54 @@ def load(name: str, split: str, *, data_dir: Optional[paths.PathLike] = None,
     fail("load", "source", source, "'lvf', or 'tfds' for mnist/pmnist/cifar10/cifar10_noise")
   if pad_multiple < 1:
     fail("load", "pad_multiple", pad_multiple, "a positive integer")
+  return kind, holdout
 
-  base_split = "train" if (holdout and split != "test") else split
-  if source == "tfds":
-    data_source = _builtin_source(_TFDS_BUILTIN[name], base_split, tfds_dir, download)
-    vocab = None
-  else:
-    def make():
-      return builder(name, data_dir=data_dir, tfds_dir=tfds_dir, download=download,
-                     verify_checksums=verify_checksums, **builder_kwargs)
 
-    b = make()
-    if not _is_prepared(b):
-      if not prepare_if_missing:
-        raise paths.MissingDataError(
-            f"load: dataset {name!r} is not prepared in {b.data_dir}; call "
-            f"lvf_jax.data.prepare({name!r}) or pass prepare_if_missing=True.")
-      b = _prepare_once(name, make, tfds_dir, first=b)
-    data_source = b.as_data_source(split=base_split)
-    vocab = b.info.metadata.get("vocab") if kind == "ptb" else None
+def _prepared_builder(name: str, prepare_if_missing: bool, **kwargs):
+  """The builder of ``name``, prepared into its TFDS directory on first use."""
+  def make():
+    return builder(name, **kwargs)
 
-  if kind == "ptb":
-    # Decoding ~42k TFDS records takes seconds; a process keeps each split's (read-only)
-    # token array, keyed by the prepared dataset's directory.
-    key = (name, split, source, str(b.data_dir if source == "lvf" else tfds_dir))
-    tokens = _TOKENS.get(key)
-    if tokens is None:
-      recs = _get_many(data_source, range(len(data_source)))
-      tokens = np.concatenate([np.asarray(r["tokens"], np.int32) for r in recs]) if recs \
-          else np.zeros((0,), np.int32)
-      tokens.flags.writeable = False
-      _TOKENS[key] = tokens
-    return TokenStream(name=name, split=split, tokens=tokens, vocab=list(vocab))
+  b = make()
+  if not _is_prepared(b):
+    if not prepare_if_missing:
+      raise paths.MissingDataError(
+          f"load: dataset {name!r} is not prepared in {b.data_dir}; call "
+          f"lvf_jax.data.prepare({name!r}) or pass prepare_if_missing=True.")
+    b = _prepare_once(name, make, kwargs.get("tfds_dir"), first=b)
+  return b
 
-  n = len(data_source)
-  if holdout and split in ("train", "valid"):
-    indices = holdout_split(n, valid_size, valid_seed)[split]
-  else:
-    indices = np.arange(n)
 
+def _tokens(data_source, key: tuple) -> np.ndarray:
+  """The token array of a PTB split. Decoding ~42k TFDS records takes seconds; a process
+  keeps each split's (read-only) array, keyed by the prepared dataset's directory."""
+  tokens = _TOKENS.get(key)
+  if tokens is None:
+    recs = _get_many(data_source, range(len(data_source)))
+    tokens = np.concatenate([np.asarray(r["tokens"], np.int32) for r in recs]) if recs \
+        else np.zeros((0,), np.int32)
+    tokens.flags.writeable = False
+    _TOKENS[key] = tokens
+  return tokens
+
+
+def _transform_and_info(name: str, kind: str, base_split: str, *, permutation_seed: int,
+                        noise_seed: int, pad_multiple: int):
+  """The record transform of a dataset and its ``info`` (shapes, task, loss)."""
   if kind == "mnist":
     perm = mnist_permutation(permutation_seed) if name == "pmnist" else None
-    transform = _mnist_transform(perm)
-    info = dict(input_dim=1, seq_len=784, num_classes=10, task="classification",
-                permutation=perm)
-  elif kind == "cifar":
+    return _mnist_transform(perm), dict(input_dim=1, seq_len=784, num_classes=10,
+                                        task="classification", permutation=perm)
+  if kind == "cifar":
     noise = name == "cifar10_noise"
-    transform = _cifar_transform(noise, base_split, noise_seed)
-    info = dict(input_dim=96 if noise else 3, seq_len=1000 if noise else 1024,
-                num_classes=10, task="classification")
-  elif kind == "music":
-    transform = _next_step_transform("roll", 88, pad_multiple)
-    info = dict(input_dim=88, output_dim=88, task="next_step_binary", loss="music_nll")
-  else:  # speech
-    transform = _next_step_transform("features", 129, pad_multiple)
-    info = dict(input_dim=129, output_dim=129, task="next_step_regression",
-                loss="masked_mse")
-  ds = Dataset(name=name, split=split, source=data_source, indices=indices,
-               transform=transform, info=info)
-  return ds.cache() if in_memory else ds
+    return _cifar_transform(noise, base_split, noise_seed), dict(
+        input_dim=96 if noise else 3, seq_len=1000 if noise else 1024, num_classes=10,
+        task="classification")
+  if kind == "music":
+    return _next_step_transform("roll", 88, pad_multiple), dict(
+        input_dim=88, output_dim=88, task="next_step_binary", loss="music_nll")
+  return _next_step_transform("features", 129, pad_multiple), dict(  # speech
+      input_dim=129, output_dim=129, task="next_step_regression", loss="masked_mse")
 
 
 def _is_prepared(b) -> bool:

@@ -126,6 +126,15 @@ def length_mask(seq_lengths: Array, num_steps: int) -> Array:
   return t.reshape((num_steps,) + (1,) * lengths.ndim) < lengths[None, ...]
 
 
+def _time_major_inputs(inputs: Array, time_major: bool) -> Array:
+  """``inputs`` with time as the leading axis (``ValueError`` below two axes)."""
+  inputs = jnp.asarray(inputs)
+  if inputs.ndim < 2:
+    layout = "(time, *batch, features)" if time_major else "(*batch, time, features)"
+    raise ValueError(f"Recurrent: inputs must have shape {layout}; got shape {inputs.shape}.")
+  return inputs if time_major else jnp.moveaxis(inputs, inputs.ndim - 2, 0)
+
+
 def _fallback_body(cell: nn.Module, carry: Carry, xs: tuple[Array, Optional[Array]]):
   x_t, m_t = xs
   c_new, y = cell(carry, x_t)
@@ -235,87 +244,25 @@ class Recurrent(nn.Module):
     reverse = self.reverse if reverse is None else reverse
     time_major = self.time_major if time_major is None else time_major
     keep_order = self.keep_order if keep_order is None else keep_order
-    inputs = jnp.asarray(inputs)
-    if inputs.ndim < 2:
-      layout = "(time, *batch, features)" if time_major else "(*batch, time, features)"
-      raise ValueError(
-          f"Recurrent: inputs must have shape {layout}; got shape {inputs.shape}.")
-    time_axis = 0 if time_major else inputs.ndim - 2
-    num_steps = inputs.shape[time_axis]
-    x_tm = inputs if time_major else jnp.moveaxis(inputs, time_axis, 0)
-    batch_shape = x_tm.shape[1:-1]
-
+    return_sequences = self.return_sequences if return_sequences is None else return_sequences
+    x_tm = _time_major_inputs(inputs, time_major)
+    num_steps, batch_shape = x_tm.shape[0], x_tm.shape[1:-1]
     mask = None
     if seq_lengths is not None:
       seq_lengths = recurrences.check_seq_lengths("Recurrent", seq_lengths, batch_shape,
                                                   num_steps)
       mask = length_mask(seq_lengths, num_steps)
-
     if initial_carry is None:
       key = jax.random.key(0) if init_key is None else init_key
       initial_carry = self.cell.initialize_carry(key, batch_shape + x_tm.shape[-1:])
     # Under a mesh with Explicit axes the carry is typed with the batch sharding of x.
     initial_carry = recurrences.shard_batch_like(initial_carry, x_tm)
-
-    options = carry_options(self.cell, initial_carry)
-    in_loop = self._in_loop_scan(x_tm, initial_carry, options)  # validates input_projection
     segment = recurrences.check_segment_length("Recurrent", self.segment_length, num_steps)
-    return_sequences = self.return_sequences if return_sequences is None else return_sequences
     if is_structured(self.cell):
-      if in_loop is not None:  # the raw inputs: the fused scan forms x_t W + b itself
-        scan, weights = in_loop
-        dtype = weights[0].dtype
-        u = x_tm.astype(dtype)
-      else:
-        u = self.cell.project_inputs(x_tm, **options)  # an array or a tuple (gated cells)
-        dtype = jax.tree_util.tree_leaves(u)[0].dtype
-        scan = fused_scan(self.cell) if self.fused else None
-        weights = None
-      prep = self.cell.prepare(dtype=dtype, **options)
-      carry = _cast_tree(initial_carry, dtype)
-      if scan is not None:
-        def run(p, c, u_, ws, m):
-          kw = {} if ws is None else {"input_weights": ws}
-          return scan(p, c, u_, mask=m, reverse=reverse, unroll=self.unroll, **kw)
-        if self.checkpoint and segment is None:
-          run = jax.checkpoint(run)
-      else:
-        def run(p, c, u_, ws, m):
-          del ws  # the plain scan's inputs are always projected before the loop
-          return scan_steps(self.cell.step, p, c, u_, mask=m, reverse=reverse,
-                            unroll=self.unroll, checkpoint=self.checkpoint)
-      try:
-        if segment is None:
-          carry, ys = run(prep, carry, u, weights, mask)
-        else:
-          carry, ys = recurrences.segment_scan(
-              lambda c, xs: run(prep, c, xs[0], weights, xs[1]), carry, (u, mask),
-              segment_length=segment, reverse=reverse, outputs=return_sequences)
-      except TypeError as e:
-        if scan is None or "forward-mode" not in str(e):
-          raise
-        raise TypeError(
-            f"Recurrent(fused=True): the fused scan of {type(self.cell).__name__} has a "
-            f"hand-written reverse-mode gradient (jax.custom_vjp): jax.grad, jax.vjp and "
-            f"jax.jacrev work, forward mode (jax.jvp, jax.jacfwd, jax.hessian) does not. "
-            f"Use Recurrent(..., fused=False) (the same function, differentiable in both "
-            f"modes) for forward mode.") from e
+      carry, ys = self._scan_structured(x_tm, initial_carry, mask, segment, reverse,
+                                        return_sequences)
     else:
-      if segment is not None:
-        raise ValueError(
-            f"Recurrent: argument 'segment_length' needs a cell of lvf_jax.cells (one with "
-            f"prepare / project_inputs / step); got {type(self.cell).__name__}. Use "
-            f"checkpoint=True for Flax's own cells.")
-      dtype = _fallback_dtype(self.cell, x_tm.dtype)
-      x_tm = x_tm.astype(dtype)
-      initial_carry = _cast_tree(initial_carry, dtype)
-      body = _fallback_body
-      if self.checkpoint:
-        body = nn.checkpoint(body, prevent_cse=False)
-      scan = nn.scan(body, variable_broadcast="params", split_rngs={"params": False},
-                     in_axes=0, out_axes=0, reverse=reverse, unroll=self.unroll)
-      carry, ys = scan(self.cell, initial_carry, (x_tm, mask))
-
+      carry, ys = self._scan_flax(x_tm, initial_carry, mask, segment, reverse)
     if not return_sequences:
       return (carry, None) if return_carry else carry
     if reverse and not keep_order:  # processing order, padding kept at the end
@@ -325,6 +272,69 @@ class Recurrent(nn.Module):
     if not time_major:
       ys = jax.tree_util.tree_map(lambda a: jnp.moveaxis(a, 0, a.ndim - 2), ys)
     return (carry, ys) if return_carry else ys
+
+  def _scan_structured(self, x_tm, carry, mask, segment, reverse, return_sequences):
+    """An lvf_jax cell: ``prepare`` once, then its fused scan or the plain scan of
+    ``cell.step`` (in segments with ``segment_length``). Returns ``(carry, ys)``."""
+    options = carry_options(self.cell, carry)
+    in_loop = self._in_loop_scan(x_tm, carry, options)  # validates input_projection
+    if in_loop is not None:  # the raw inputs: the fused scan forms x_t W + b itself
+      scan, weights = in_loop
+      dtype = weights[0].dtype
+      u = x_tm.astype(dtype)
+    else:
+      u = self.cell.project_inputs(x_tm, **options)  # an array or a tuple (gated cells)
+      dtype = jax.tree_util.tree_leaves(u)[0].dtype
+      scan = fused_scan(self.cell) if self.fused else None
+      weights = None
+    prep = self.cell.prepare(dtype=dtype, **options)
+    run = self._runner(scan, reverse, checkpoint_whole=segment is None)
+    carry = _cast_tree(carry, dtype)
+    try:
+      if segment is None:
+        return run(prep, carry, u, weights, mask)
+      return recurrences.segment_scan(
+          lambda c, xs: run(prep, c, xs[0], weights, xs[1]), carry, (u, mask),
+          segment_length=segment, reverse=reverse, outputs=return_sequences)
+    except TypeError as e:
+      if scan is None or "forward-mode" not in str(e):
+        raise
+      raise TypeError(
+          f"Recurrent(fused=True): the fused scan of {type(self.cell).__name__} has a "
+          f"hand-written reverse-mode gradient (jax.custom_vjp): jax.grad, jax.vjp and "
+          f"jax.jacrev work, forward mode (jax.jvp, jax.jacfwd, jax.hessian) does not. "
+          f"Use Recurrent(..., fused=False) (the same function, differentiable in both "
+          f"modes) for forward mode.") from e
+
+  def _runner(self, scan, reverse: bool, checkpoint_whole: bool):
+    """``run(prep, carry, u, input_weights, mask) -> (carry, ys)``: the fused ``scan`` (None:
+    the plain scan of ``cell.step``)."""
+    if scan is None:
+      def run(p, c, u_, ws, m):
+        del ws  # the plain scan's inputs are always projected before the loop
+        return scan_steps(self.cell.step, p, c, u_, mask=m, reverse=reverse,
+                          unroll=self.unroll, checkpoint=self.checkpoint)
+      return run
+
+    def run(p, c, u_, ws, m):
+      kw = {} if ws is None else {"input_weights": ws}
+      return scan(p, c, u_, mask=m, reverse=reverse, unroll=self.unroll, **kw)
+    return jax.checkpoint(run) if self.checkpoint and checkpoint_whole else run
+
+  def _scan_flax(self, x_tm, carry, mask, segment, reverse):
+    """A Flax cell (``nn.RNNCellBase``): ``nn.scan`` of the cell over time."""
+    if segment is not None:
+      raise ValueError(
+          f"Recurrent: argument 'segment_length' needs a cell of lvf_jax.cells (one with "
+          f"prepare / project_inputs / step); got {type(self.cell).__name__}. Use "
+          f"checkpoint=True for Flax's own cells.")
+    self._in_loop_scan(x_tm, carry, carry_options(self.cell, carry))  # validates the options
+    dtype = _fallback_dtype(self.cell, x_tm.dtype)
+    body = nn.checkpoint(_fallback_body, prevent_cse=False) if self.checkpoint else \
+        _fallback_body
+    scan = nn.scan(body, variable_broadcast="params", split_rngs={"params": False},
+                   in_axes=0, out_axes=0, reverse=reverse, unroll=self.unroll)
+    return scan(self.cell, _cast_tree(carry, dtype), (x_tm.astype(dtype), mask))
 
   def _in_loop_scan(self, x_tm: Array, carry: Carry, options: dict):
     """``(scan, (W, b))`` when ``input_projection`` puts ``x_t W`` inside the fused loop for

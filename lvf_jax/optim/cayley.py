@@ -127,75 +127,86 @@ def _cayley_transform(fn: str, inner: Any, rho: Any, *, neumann: bool, order: An
     if _common.is_concrete(order):
       v = _common.concrete_number(order)
       if isinstance(order, bool) or v is None or v not in geometry.NEUMANN_ORDERS:
-        raise ValueError(
-            f"{fn}: argument 'order' must be one of {geometry.NEUMANN_ORDERS}; got {order!r}.")
+        _validation.fail(fn, "order", order, f"one of {geometry.NEUMANN_ORDERS}")
     _validation.check_concrete_int(fn, "reset_every", reset_every, minimum=0, allow_none=True)
     _common.check_in_range(fn, "threshold", threshold, 0.0, 1.0)
+  neumann_args = (order, reset_every, threshold) if neumann else None
 
   def init_fn(params):
-    leaves = _common.check_square_leaves(fn, params)
-    _common.check_orthogonal_leaves(fn, params)
-    treedef = jax.tree.structure(params)
-    pairs = [_init_leaf(fn, w, rho) for w in leaves]
-    skew = treedef.unflatten([a for a, _ in pairs])
-    inverse = treedef.unflatten([inv for _, inv in pairs])
-    count = _common.zero_count(params)
-    inner_state = _common.shard_state_like(inner.init(skew), skew)
-    if not neumann:
-      return ScoRNNState(count, skew, inverse, inner_state)
-    zeros_f = treedef.unflatten([jnp.zeros([], w.dtype) for w in leaves])
-    zeros_i = treedef.unflatten([jnp.zeros([], jnp.int32) for _ in leaves])
-    return NeumannCayleyState(count, skew, inverse, inner_state, zeros_f, zeros_i, zeros_i)
+    return _cayley_init(fn, inner, rho, neumann, params)
 
   def update_fn(updates, state, params=None, **extra_args):
-    _common.require_params(fn, params)
-    w_leaves = _common.check_square_leaves(fn, params)
-    _common.check_same_structure(fn, ("updates", "params"), updates, params)
-    treedef = jax.tree.structure(params)
-    gather = _common.gather_matrix
-    g_leaves = [gather(g) for g in treedef.flatten_up_to(updates)]
-    a_leaves = [gather(a) for a in treedef.flatten_up_to(state.skew)]
-    inv_leaves = [gather(inv) for inv in treedef.flatten_up_to(state.inverse)]
-    w_shard, w_leaves = w_leaves, [gather(w) for w in w_leaves]
-    diags = [_common.scaling_diagonal(fn, rho, w.shape[-1], w.dtype) for w in w_leaves]
-
-    grads = [_common.shard_like(_skew_gradient(g, w, inv, d), ref)
-             for g, w, inv, d, ref in zip(g_leaves, w_leaves, inv_leaves, diags, w_shard)]
-    steps, inner_state = inner.update(
-        treedef.unflatten(grads), state.inner_state, state.skew, **extra_args)
-    step_leaves = [gather(u) for u in treedef.flatten_up_to(steps)]
-
-    force = _common.every_k(state.count, reset_every) if neumann else None
-    new_a, new_inv, norms, resets, invalids, out = [], [], [], [], [], []
-    for w, a, inv, u, d, ref in zip(w_leaves, a_leaves, inv_leaves, step_leaves, diags,
-                                    w_shard):
-      a_next = a + _common.skew_part(u.astype(a.dtype))
-      if neumann:
-        delta = a - a_next  # the actual step dA (A_new = A - dA), whatever `inner` is
-        inv_next, norm, reset, invalid = _neumann_leaf(
-            a_next, inv, delta, order, force, threshold)
-        norms.append(norm)
-        resets.append(reset.astype(jnp.int32))
-        invalids.append(invalid.astype(jnp.int32))
-      else:
-        inv_next = geometry.cayley_inverse(a_next)
-      new_a.append(_common.shard_like(a_next, ref))
-      new_inv.append(_common.shard_like(inv_next, ref))
-      out.append(_common.shard_like((_weight(inv_next, a_next, d) - w).astype(w.dtype), ref))
-
-    count = optax.safe_increment(state.count)
-    skew = treedef.unflatten(new_a)
-    inverse = treedef.unflatten(new_inv)
-    updates = treedef.unflatten(out)
-    if not neumann:
-      return updates, ScoRNNState(count, skew, inverse, inner_state)
-    num_resets = jax.tree.map(lambda c, r: c + r, state.num_resets, treedef.unflatten(resets))
-    num_invalid = jax.tree.map(lambda c, r: c + r, state.num_invalid,
-                               treedef.unflatten(invalids))
-    return updates, NeumannCayleyState(count, skew, inverse, inner_state,
-                                       treedef.unflatten(norms), num_resets, num_invalid)
+    return _cayley_update(fn, inner, rho, neumann_args, updates, state, params, extra_args)
 
   return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+
+
+def _cayley_init(fn: str, inner, rho, neumann: bool, params):
+  leaves = _common.check_square_leaves(fn, params)
+  _common.check_orthogonal_leaves(fn, params)
+  treedef = jax.tree.structure(params)
+  pairs = [_init_leaf(fn, w, rho) for w in leaves]
+  skew = treedef.unflatten([a for a, _ in pairs])
+  inverse = treedef.unflatten([inv for _, inv in pairs])
+  count = _common.zero_count(params)
+  inner_state = _common.shard_state_like(inner.init(skew), skew)
+  if not neumann:
+    return ScoRNNState(count, skew, inverse, inner_state)
+  zeros_f = treedef.unflatten([jnp.zeros([], w.dtype) for w in leaves])
+  zeros_i = treedef.unflatten([jnp.zeros([], jnp.int32) for _ in leaves])
+  return NeumannCayleyState(count, skew, inverse, inner_state, zeros_f, zeros_i, zeros_i)
+
+
+def _cayley_update(fn: str, inner, rho, neumann_args, updates, state, params, extra_args):
+  """One update of every leaf; ``neumann_args`` ``(order, reset_every, threshold)`` for
+  the Neumann-Cayley update, None for scoRNN's exact inverse."""
+  _common.require_params(fn, params)
+  w_shard = _common.check_square_leaves(fn, params)
+  _common.check_same_structure(fn, ("updates", "params"), updates, params)
+  treedef = jax.tree.structure(params)
+  gather = _common.gather_matrix
+  w_leaves = [gather(w) for w in w_shard]
+  a_leaves = [gather(a) for a in treedef.flatten_up_to(state.skew)]
+  inv_leaves = [gather(inv) for inv in treedef.flatten_up_to(state.inverse)]
+  diags = [_common.scaling_diagonal(fn, rho, w.shape[-1], w.dtype) for w in w_leaves]
+  grads = [_common.shard_like(_skew_gradient(gather(g), w, inv, d), ref)
+           for g, w, inv, d, ref in zip(treedef.flatten_up_to(updates), w_leaves, inv_leaves,
+                                        diags, w_shard)]
+  steps, inner_state = inner.update(
+      treedef.unflatten(grads), state.inner_state, state.skew, **extra_args)
+  force = None if neumann_args is None else _common.every_k(state.count, neumann_args[1])
+  leaves = [_cayley_leaf(w, a, inv, gather(u), d, ref, neumann_args, force)
+            for w, a, inv, u, d, ref in zip(w_leaves, a_leaves, inv_leaves,
+                                            treedef.flatten_up_to(steps), diags, w_shard)]
+  fields = [treedef.unflatten(list(f)) for f in zip(*leaves)]
+  updates, skew, inverse = fields[:3]
+  count = optax.safe_increment(state.count)
+  if neumann_args is None:
+    return updates, ScoRNNState(count, skew, inverse, inner_state)
+  norms, resets, invalids = fields[3:]
+  add = lambda c, r: c + r  # noqa: E731
+  return updates, NeumannCayleyState(count, skew, inverse, inner_state, norms,
+                                     jax.tree.map(add, state.num_resets, resets),
+                                     jax.tree.map(add, state.num_invalid, invalids))
+
+
+def _cayley_leaf(w, a, inv, u, d, ref, neumann_args, force):
+  """``(update, A_new, inverse_new[, norm, reset, invalid])`` of one matrix: ``A_new = A +
+  skew(u)``, its inverse ``(I + A_new)^{-1}`` exactly or by the Neumann update, and the
+  parameter update ``W_new - W``."""
+  a_next = a + _common.skew_part(u.astype(a.dtype))
+  extra = ()
+  if neumann_args is None:
+    inv_next = geometry.cayley_inverse(a_next)
+  else:
+    order, _, threshold = neumann_args
+    delta = a - a_next  # the actual step dA (A_new = A - dA), whatever `inner` is
+    inv_next, norm, reset, invalid = _neumann_leaf(a_next, inv, delta, order, force,
+                                                   threshold)
+    extra = (norm, reset.astype(jnp.int32), invalid.astype(jnp.int32))
+  update = (_weight(inv_next, a_next, d) - w).astype(w.dtype)
+  return (_common.shard_like(update, ref), _common.shard_like(a_next, ref),
+          _common.shard_like(inv_next, ref)) + extra
 
 
 def scornn(inner: optax.GradientTransformation, rho: int

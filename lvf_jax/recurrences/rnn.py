@@ -66,30 +66,55 @@ def _rnn_fwd(kernel, w_in, u, h0, bias, mask, activation, reverse, unroll, opera
 def _rnn_bwd(activation, reverse, unroll, operator, res, cts):
   kernel, w_in, x, h0, bias, mask, hs = res
   dh_last, dhs = cts
-  if operator is None:
-    kernel_t = kernel.T
-    back = lambda g: jnp.dot(g, kernel_t)  # noqa: E731
-  else:  # the transpose of the linear h -> operator(kernel, h)
-    back_t = jax.linear_transpose(lambda h: operator(kernel, h), h0)
-    back = lambda g: back_t(g)[0]  # noqa: E731
   has_bias = bias is not None
   # modReLU's bias gradient is sum dz * sign(h), not sum dz: accumulate it in the loop,
   # where h_t and dz_t are already in registers (saves a pass over two T B n arrays).
   acc_bias = has_bias and activation in ("modrelu", "modrelu_split")
-  split = has_bias and activation == "modrelu_split"
   # With the projection inside the loop nobody needs dZ aligned with u: emit only the
   # shifted sequence S and shift the (narrow) inputs instead.
   emit_aligned = w_in is None
   num_steps = hs.shape[0]
   first, last = processing_ends(num_steps, reverse)
+  body = _backward_body(activation, bias, acc_bias, emit_aligned, last, reverse,
+                        _transposed_step(kernel, operator, h0))
+  db0 = jnp.zeros(bias.shape, hs.dtype) if acc_bias else None
+  init = (dh_last + dhs[first], db0, jnp.zeros_like(dh_last), dhs)
+  (dh0, db, dz_first, shifted), dz = jax.lax.scan(
+      body, init, (step_indices(num_steps), hs, mask), reverse=not reverse, unroll=unroll)
+  d_kernel = _kernel_cotangent(kernel, operator, h0, hs, shifted, dz_first)
+  d_bias = None
+  if has_bias:
+    d_bias = db if acc_bias else _sum_rows(shifted) + jnp.sum(dz_first, axis=0)
+  if emit_aligned:  # hoisted projection: du = dZ (the one new sequence of the loop)
+    return d_kernel, None, dz, dh0, d_bias, None
+  d_w_in, d_x = _input_cotangents(x, w_in, shifted, dz_first, reverse)
+  return d_kernel, d_w_in, d_x, dh0, d_bias, None
 
-  # The loop writes S_t = dz_{t+1} (dz_{t-1} when reversed; zero for the first step it
-  # processes) over dy_t in the output cotangents' buffer, right after reading dy_t, and
-  # reads the next step's dy from the buffer it has just written (reading dy_t before the
-  # write instead made XLA copy the whole buffer every step: 3-40x slower, measured):
-  # dK = H^T S + h0^T dz_last needs no shifted copy of H, and the sequence-long cotangents
-  # need no buffer of their own; with the hoisted projection the loop also emits the
-  # aligned dZ, the input cotangent (the backward pass's one new sequence).
+
+def _transposed_step(kernel: Array, operator, h0: Array):
+  """``g -> g K^T``, or the transpose of the linear ``h -> operator(kernel, h)``."""
+  if operator is None:
+    kernel_t = kernel.T
+    return lambda g: jnp.dot(g, kernel_t)
+  back_t = jax.linear_transpose(lambda h: operator(kernel, h), h0)
+  return lambda g: back_t(g)[0]
+
+
+def _backward_body(activation, bias, acc_bias: bool, emit_aligned: bool, last, reverse: bool,
+                   back):
+  """The backward loop's step.
+
+  It writes ``S_t = dz_{t+1}`` (``dz_{t-1}`` when reversed; zero for the first step it
+  processes) over ``dy_t`` in the output cotangents' buffer, right after reading ``dy_t``,
+  and reads the next step's ``dy`` from the buffer it has just written (reading ``dy_t``
+  before the write would make XLA copy the whole buffer at every step): ``dK = H^T S +
+  h0^T dz_last`` needs no shifted copy of ``H``, and the sequence-long cotangents need no
+  buffer of their own; with the hoisted projection the loop also emits the aligned ``dZ``,
+  the input cotangent (the backward pass's one new sequence).
+  """
+  has_bias = bias is not None
+  split = has_bias and activation == "modrelu_split"
+
   def body(carry, xs):
     g, db, dz_prev, buf = carry  # g = dL/dh_t (the carry's cotangent plus dy_t)
     t, h_t, m_t = xs
@@ -113,41 +138,35 @@ def _rnn_bwd(activation, reverse, unroll, operator, res, cts):
       c_new = c_new + padded_carry_cotangent(m_t, g)
     return (c_new, db, dz, buf), (dz if emit_aligned else None)
 
-  db0 = jnp.zeros(bias.shape, hs.dtype) if acc_bias else None
-  init = (dh_last + dhs[first], db0, jnp.zeros_like(dh_last), dhs)
-  (dh0, db, dz_first, shifted), dz = jax.lax.scan(
-      body, init, (step_indices(num_steps), hs, mask), reverse=not reverse, unroll=unroll)
+  return body
+
+
+def _kernel_cotangent(kernel, operator, h0, hs, shifted, dz_first) -> Array:
+  """``dK = H^T S + h0^T dz_first`` as one large product (with an operator: the sum over
+  all ``T B`` rows of its parameter cotangent, at once)."""
   if operator is None:
-    d_kernel = big_matmul_tn(hs, shifted) + big_matmul_tn(h0, dz_first)
-  else:  # sum_t of the operator's parameter cotangent, over all T B rows at once
-    rows = lambda a: a.reshape((-1, a.shape[-1]))  # noqa: E731
-    h_all = jnp.concatenate([rows(hs), h0])
-    g_all = jnp.concatenate([rows(shifted), dz_first])
-    d_kernel = jax.vjp(lambda k: operator(k, h_all), kernel)[1](g_all)[0]
-  d_bias = None
-  if has_bias:
-    if acc_bias:
-      d_bias = db
-    else:
-      d_bias = _sum_rows(shifted) + jnp.sum(dz_first, axis=0)
-  d_mask = None
-  if emit_aligned:  # hoisted projection: du = dZ (the one new sequence of the loop)
-    return d_kernel, None, dz, dh0, d_bias, d_mask
-  # Projection inside the loop: sum_t x_t^T dz_t = X_next^T S + x_first^T dz_first, with
-  # X_next[t] = x_{t+1} (x_{t-1} when reversed; zero past the end), a cheap (T, B, d) shift.
+    return big_matmul_tn(hs, shifted) + big_matmul_tn(h0, dz_first)
+  rows = lambda a: a.reshape((-1, a.shape[-1]))  # noqa: E731
+  h_all = jnp.concatenate([rows(hs), h0])
+  g_all = jnp.concatenate([rows(shifted), dz_first])
+  return jax.vjp(lambda k: operator(k, h_all), kernel)[1](g_all)[0]
+
+
+def _input_cotangents(x, w_in, shifted, dz_first, reverse: bool) -> tuple[Array, Array]:
+  """``(dW_in, dX)`` of the projection inside the loop: ``sum_t x_t^T dz_t = X_next^T S +
+  x_first^T dz_first`` with ``X_next[t] = x_{t+1}`` (``x_{t-1}`` when reversed; zero past the
+  end), a cheap ``(T, B, d)`` shift; ``dX = dZ W^T`` formed from ``S`` and shifted back
+  (evaluated only if ``x`` is differentiated)."""
   x_next, x_first = next_steps(x, reverse), x[-1 if reverse else 0]
   d_w_in = big_matmul_tn(x_next, shifted) + big_matmul_tn(x_first, dz_first)
-  # dX = dZ W^T, formed from S and shifted back (only evaluated if x is differentiated).
   dx_shifted = dot_rows(shifted, w_in.T)
-  d_x = prev_states(jnp.dot(dz_first, w_in.T), dx_shifted, reverse)
-  return d_kernel, d_w_in, d_x, dh0, d_bias, d_mask
+  return d_w_in, prev_states(jnp.dot(dz_first, w_in.T), dx_shifted, reverse)
 
 
 def _sum_rows(a: Array) -> Array:
-  """``sum_{t, b} a[t, b]`` as a ``(T B,) x (T B, n)`` product. XLA:CPU's YNNPACK
-  reduction of the in-place cotangent buffer ran 3-4x slower than the whole training step
-  it belonged to, with millions of fresh pages per call; the product reads the buffer
-  once."""
+  """``sum_{t, b} a[t, b]`` as a ``(T B,) x (T B, n)`` product, which reads the in-place
+  cotangent buffer once (XLA:CPU's reduction of that buffer touches fresh pages at every
+  call)."""
   if explicitly_sharded(a):
     return jnp.sum(a, axis=tuple(range(a.ndim - 1)))
   a2 = a.reshape((-1, a.shape[-1]))

@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -280,186 +281,303 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
     return _train_and_evaluate(config, workdir, pipeline, mesh)
 
 
-def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
-  """:func:`train_and_evaluate` after validation, inside the mesh's context (if any)."""
-  t = config.train
-  model = pipeline.build_model(config)
-  tx = builders.build_optimizer(config)
+@dataclasses.dataclass(frozen=True)
+class TrainSettings:
+  """The values of ``config.train`` (and the optimiser's rebase cadence) that the loop
+  reads, typed once; :func:`~lvf_jax.train.config.validate_config` has checked them."""
+
+  steps: int
+  log_every: int
+  eval_every: int
+  checkpoint_every: int
+  keep_checkpoints: int
+  time_limit: float  # seconds of training, 0: none
+  tensorboard: bool
+  diagnostics: bool
+  progress_bar: bool
+  plot: bool
+  stop_on_signal: bool
+  dtriv_every: int
+  dtriv_orthonormalize_every: Any
+
+  @classmethod
+  def of(cls, config) -> "TrainSettings":
+    t, o = config.train, config.optim
+    return cls(steps=int(t.steps), log_every=int(t.log_every), eval_every=int(t.eval_every),
+               checkpoint_every=int(t.checkpoint_every),
+               keep_checkpoints=int(t.keep_checkpoints),
+               time_limit=float(t.get("time_limit", 0.0) or 0.0),
+               tensorboard=bool(t.get("tensorboard", True)),
+               diagnostics=bool(t.get("diagnostics", True)),
+               progress_bar=bool(t.get("progress_bar", True)), plot=bool(t.get("plot", True)),
+               stop_on_signal=bool(t.get("stop_on_signal", True)),
+               dtriv_every=int(o.get("dtriv_every", 0) or 0),
+               dtriv_orthonormalize_every=o.get("dtriv_orthonormalize_every", 30))
+
+
+class StopPolicy:
+  """Whether a step is the run's last: its budget, ``train.time_limit`` (checked at the log
+  steps, so that every process decides at the same step) or a stop signal (asked at every
+  step by a single process, at the log steps by several, each asking all the others)."""
+
+  def __init__(self, s: TrainSettings, request: stop.StopRequest):
+    self.s, self.request, self.t0 = s, request, time.time()
+    self.single_process = jax.process_count() == 1
+    self.ask_every = 1 if self.single_process else s.log_every
+    self.at_time_limit = False
+    self.by = None  # the signal that stopped the run
+
+  def last(self, step: int) -> bool:
+    if step == self.s.steps:
+      return True
+    if self.s.time_limit and step % self.s.log_every == 0:
+      self.at_time_limit = parallel.agree(time.time() - self.t0 >= self.s.time_limit)
+      if self.at_time_limit:
+        return True
+    if step % self.ask_every == 0 and parallel.any_process(self.request.requested):
+      self.by = self.request.signal or "SIGTERM"  # another process's signal, or this one's
+      return True
+    return False
+
+  def final_signal(self):
+    """The signal that stops the caller: the loop's, or (one process) one after the loop."""
+    return self.by or (self.request.signal if self.single_process else None)
+
+
+@dataclasses.dataclass
+class Run:
+  """What the loop advances: the train state and the bookkeeping around it."""
+
+  state: TrainState
+  health: Health
+  step: int
+  resumed_from: Any
+  best: dict
+  last_saved: Any
+  steps_done: int = 0
+  pending: list = dataclasses.field(default_factory=list)
+
+
+def best_of_history(records: list[dict]) -> dict:
+  """``{'loss', 'step', 'test'}`` of the best validation step logged so far."""
+  best = {"loss": math.inf, "step": None, "test": None}
+  for r in records:
+    if r["split"] == "validation" and r["loss"] < best["loss"]:
+      best.update(loss=r["loss"], step=r["step"])
+    if r["split"] == "test" and r["step"] == best["step"]:
+      best["test"] = _without_position(r)
+  return best
+
+
+def _without_position(record: dict) -> dict:
+  return {k: v for k, v in record.items() if k not in ("step", "split")}
+
+
+def restore_or_init(config, workdir, pipeline, mesh, model, tx, ckpt) -> tuple[TrainState, Any]:
+  """The initial train state, or the latest checkpoint's; checks (and on process 0 writes)
+  the run's config first. Returns ``(state, resumed_from)``."""
   state = parallel.replicate(initial_state(config, model, pipeline, tx), mesh)
   state = state.replace(carry=parallel.shard_batch(state.carry, mesh))  # TBPTT: (batch, n)
-  n_params = models.count_params(state.params)
-
-  ckpt = checkpoints.Checkpointer(os.path.join(workdir, "checkpoints"), int(t.keep_checkpoints))
   resumed_from = ckpt.latest_step()
-  writes = parallel.is_writer()  # process 0 writes the run's files
   try:  # a resume with another config stops here, before anything is written
-    if writes:  # process 0 checks and writes config.json
+    if parallel.is_writer():
       resume.check_resume(config, workdir, resuming=resumed_from is not None)
     if resumed_from is not None:
       state, resumed_from = ckpt.restore_latest(state)
   except ValueError:  # ConfigMismatchError, or no checkpoint restores
     ckpt.close()
     raise
-  start = int(state.step)
-  writer = reporting.MetricWriter(workdir, tensorboard=bool(t.get("tensorboard", True)),
-                                  resume_step=start, enabled=writes)
-  history = list(writer.records)
-  best = {"loss": math.inf, "step": None, "test": None}
-  for r in history:
-    if r["split"] == "validation" and r["loss"] < best["loss"]:
-      best.update(loss=r["loss"], step=r["step"])
-    if r["split"] == "test" and r["step"] == best["step"]:
-      best["test"] = {k: v for k, v in r.items() if k not in ("step", "split")}
+  return state, resumed_from
 
+
+def _announce(config, pipeline, mesh, n_params, resumed_from, ckpt, rows) -> str:
+  """Prints what is trained where; returns the run's label."""
   label = f"{config.model.name} on {pipeline.describe()}"
   print(f"lvf_jax: training {label}; {n_params} parameters; "
         f"no-memory baseline loss {pipeline.baseline_loss():.4g}")
   if resumed_from is not None:
     print(f"lvf_jax: resumed from checkpoint step {resumed_from} in {ckpt.directory}")
-
+  batch = int(config.train.batch_size)
   if mesh is not None:
     print(f"lvf_jax: data parallel over {mesh.shape[parallel.AXIS]} devices "
-          f"({mesh.devices.flat[0].device_kind}): batch {int(t.batch_size)} split "
-          f"{int(t.batch_size) // mesh.shape[parallel.AXIS]} per device")
-  rows = parallel.process_rows(mesh, pipeline.batch_size) if pipeline.host_fed else None
+          f"({mesh.devices.flat[0].device_kind}): batch {batch} split "
+          f"{batch // mesh.shape[parallel.AXIS]} per device")
   if rows is not None:
     print(f"lvf_jax: process {jax.process_index()} builds rows {rows.start}:{rows.stop} of "
           "every training batch")
-  train_step = jax.jit(guard_train_step(make_train_step(
-      model, pipeline, tx, dtriv_every=int(config.optim.get("dtriv_every", 0) or 0),
-      dtriv_orthonormalize_every=config.optim.get("dtriv_orthonormalize_every", 30),
-      mesh=mesh)))
-  health = parallel.replicate(healthy(), mesh)  # placed as the state: one compilation
-  eval_step = jax.jit(make_eval_step(model, pipeline))
-  diagnose = make_diagnose(model) if bool(t.get("diagnostics", True)) else None
+  return label
 
-  progress = reporting.Progress(int(t.steps), start, bool(t.get("progress_bar", True)),
+
+def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
+  """:func:`train_and_evaluate` after validation, inside the mesh's context (if any)."""
+  s = TrainSettings.of(config)
+  model, tx = pipeline.build_model(config), builders.build_optimizer(config)
+  ckpt = checkpoints.Checkpointer(os.path.join(workdir, "checkpoints"), s.keep_checkpoints)
+  state, resumed_from = restore_or_init(config, workdir, pipeline, mesh, model, tx, ckpt)
+  n_params = models.count_params(state.params)
+  writer = reporting.MetricWriter(workdir, tensorboard=s.tensorboard,
+                                  resume_step=int(state.step), enabled=parallel.is_writer())
+  rows = parallel.process_rows(mesh, pipeline.batch_size) if pipeline.host_fed else None
+  label = _announce(config, pipeline, mesh, n_params, resumed_from, ckpt, rows)
+  run = Run(state=state, health=parallel.replicate(healthy(), mesh),  # placed as the state
+            step=int(state.step), resumed_from=resumed_from,
+            best=best_of_history(writer.records), last_saved=resumed_from)
+  policy = StopPolicy(s, stop.StopRequest(enabled=s.stop_on_signal).install())
+  progress = reporting.Progress(s.steps, run.step, s.progress_bar,
                                 f"{config.model.name}/{pipeline.name}")
-  pending: list[dict[str, Array]] = []
-  t0, steps_done, last_saved = time.time(), 0, resumed_from
-  time_limit = float(t.get("time_limit", 0.0) or 0.0)
-  stopped_at_time_limit = False
-  stopped_by = None  # the signal that stopped the run
-  # one process asks for a signal at every step; several at the log steps, all at the same;
-  # after the loop only a single process acts on a signal (several must end alike)
-  single_process = jax.process_count() == 1
-  ask_every = 1 if single_process else int(t.log_every)
-  stop_request = stop.StopRequest(enabled=bool(t.get("stop_on_signal", True))).install()
-  step = start
   try:
-    while step < int(t.steps):
-      batch = parallel.shard_rows(pipeline.host_batch(step, rows=rows), mesh,
-                                  pipeline.batch_size, rows) if pipeline.host_fed else None
-      state, health, metrics = train_step(state, health, batch)
-      step += 1
-      steps_done += 1
-      pending.append(metrics)
-      last = step == int(t.steps)
-      if time_limit and not last and step % int(t.log_every) == 0:
-        # at a log step, so that every process asks at the same step
-        last = stopped_at_time_limit = parallel.agree(time.time() - t0 >= time_limit)
-      if not last and step % ask_every == 0 and parallel.any_process(stop_request.requested):
-        # another process's signal when this one received none
-        last, stopped_by = True, stop_request.signal or "SIGTERM"
-      log_now = step % int(t.log_every) == 0 or last
-      # a stop by signal logs and saves without evaluating: a scheduler's grace is short
-      eval_now = (step % int(t.eval_every) == 0 or last) and not stopped_by
-      save_now = step % int(t.checkpoint_every) == 0 or last
-      if (log_now or eval_now or save_now) and int(health.bad_step) >= 0:
-        # the one host check, before anything is written
-        raise NonFiniteLossError(int(health.bad_step), float(health.loss), last_saved,
-                                 ckpt.directory, float(health.grad_norm))
-      if log_now:
-        rec = writer.write(step, "train", _mean_records(pending))
-        pending = []
-        progress.update(int(t.log_every) if step % int(t.log_every) == 0 else
-                        step - (step // int(t.log_every)) * int(t.log_every),
-                        loss=rec["loss"], **({"acc": rec["accuracy"]} if "accuracy" in rec else {}))
-      if eval_now:
-        val = writer.write(step, "validation",
-                           evaluate(eval_step, pipeline, state.params, state.extras, "validation",
-                                    mesh))
-        if diagnose is not None:
-          figures = diagnose(state.params)
-          if figures:
-            writer.write(step, "diagnostics", figures)
-        if val["loss"] < best["loss"]:
-          test = writer.write(step, "test",
-                              evaluate(eval_step, pipeline, state.params, state.extras, "test",
-                                       mesh))
-          best.update(loss=val["loss"], step=step,
-                      test={k: v for k, v in test.items() if k not in ("step", "split")})
-          if writes:
-            save_best_variables(workdir, step, state.params, state.extras,
-                                {k: v for k, v in val.items() if k not in ("step", "split")})
-      if save_now:
-        ckpt.save(step, state)
-        last_saved = step
-      if stopped_at_time_limit:
-        print(f"lvf_jax: stopped at step {step} of {int(t.steps)}: train.time_limit of "
-              f"{time_limit:g} s reached; run again with the same workdir to resume")
-        break
-      if stopped_by:
-        break
+    _loop(run, s, policy, _Steps.make(model, pipeline, tx, s, mesh, rows), writer, ckpt,
+          progress, workdir)
   except BaseException:
-    stop_request.restore()
+    policy.request.restore()
     raise
   finally:
     progress.close()
     writer.close()
     ckpt.close()
-
   # the handlers stay until the summary is written: a signal after the last step (the run
   # then complete) still stops the caller, and never cuts the summary short
   try:
-    if single_process:
-      stopped_by = stopped_by or stop_request.signal
-    elapsed = time.time() - t0
-    previous = 0.0  # the seconds of the earlier parts of a resumed run (their summary)
-    summary_path = os.path.join(workdir, "summary.json")
-    if resumed_from is not None and os.path.exists(summary_path):
-      with open(summary_path) as f:
-        earlier = json.load(f)
-      previous = float(earlier.get("seconds_total", earlier.get("seconds", 0.0)))
-    records = writer.records
-    validations = [r for r in records if r["split"] == "validation"]
-    summary = {
-        "model": config.model.name,
-        "task": pipeline.describe(),
-        "parameters": n_params,
-        "effective_parameters": models.count_params(state.params, effective=True),
-        "steps": step,
-        "steps_budget": int(t.steps),
-        "stopped_at_time_limit": stopped_at_time_limit,
-        "stopped_by_signal": stopped_by,
-        "resumed_from": resumed_from,
-        "seconds": round(elapsed, 2),
-        # every part of the run that wrote a summary (a part killed before it wrote one is
-        # not counted)
-        "seconds_total": round(previous + elapsed, 2),
-        "steps_per_second": round(steps_done / elapsed, 3) if elapsed > 0 else None,
-        "baseline_loss": pipeline.baseline_loss(),
-        "final_validation": {k: v for k, v in validations[-1].items()
-                             if k not in ("step", "split")} if validations else None,
-        "best_validation_step": best["step"],
-        "test_at_best_validation": best["test"],
-    }
-    if writes:  # process 0 of a multi-process run writes the files
-      if bool(t.get("plot", True)):
-        summary["plot"] = reporting.plot_curves(records, os.path.join(workdir, "curves.png"),
-                                                title=label, baseline=pipeline.baseline_loss())
-        summary["diagnostics_plot"] = reporting.plot_diagnostics(
-            records, os.path.join(workdir, "diagnostics.png"), title=label)
-      with open(os.path.join(workdir, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=2)
-      print(format_summary(summary))
+    summary = _summary(config, pipeline, run, policy, n_params, writer.records, workdir)
+    if parallel.is_writer():  # process 0 of a multi-process run writes the files
+      _write_summary(summary, s, writer.records, workdir, label, pipeline.baseline_loss())
   finally:
-    stop_request.restore()
-  if single_process:  # a signal while the summary was written
-    stopped_by = stopped_by or stop_request.signal
-  if stopped_by:
-    raise stop.StoppedBySignal(stopped_by, summary)
+    policy.request.restore()
+  if policy.final_signal():
+    raise stop.StoppedBySignal(policy.final_signal(), summary)
   return summary
+
+
+@dataclasses.dataclass(frozen=True)
+class _Steps:
+  """The compiled functions of one run and the data it feeds."""
+
+  train: Any
+  evaluate: Any
+  diagnose: Any
+  pipeline: Any
+  mesh: Any
+  rows: Any
+
+  @classmethod
+  def make(cls, model, pipeline, tx, s: TrainSettings, mesh, rows) -> "_Steps":
+    train = jax.jit(guard_train_step(make_train_step(
+        model, pipeline, tx, dtriv_every=s.dtriv_every,
+        dtriv_orthonormalize_every=s.dtriv_orthonormalize_every, mesh=mesh)))
+    return cls(train=train, evaluate=jax.jit(make_eval_step(model, pipeline)),
+               diagnose=make_diagnose(model) if s.diagnostics else None, pipeline=pipeline,
+               mesh=mesh, rows=rows)
+
+  def batch(self, step: int):
+    """The host-built batch of ``step`` (None where the train step draws its own)."""
+    p = self.pipeline
+    if not p.host_fed:
+      return None
+    return parallel.shard_rows(p.host_batch(step, rows=self.rows), self.mesh, p.batch_size,
+                               self.rows)
+
+
+def _loop(run: Run, s: TrainSettings, policy: StopPolicy, steps: _Steps, writer, ckpt,
+          progress, workdir: str) -> None:
+  """Trains until the budget or the stop policy ends the run."""
+  while run.step < s.steps:
+    run.state, run.health, metrics = steps.train(run.state, run.health, steps.batch(run.step))
+    run.step += 1
+    run.steps_done += 1
+    run.pending.append(metrics)
+    step, last = run.step, policy.last(run.step)
+    log_now = step % s.log_every == 0 or last
+    # a stop by signal logs and saves without evaluating: a scheduler's grace is short
+    eval_now = (step % s.eval_every == 0 or last) and not policy.by
+    save_now = step % s.checkpoint_every == 0 or last
+    if (log_now or eval_now or save_now) and int(run.health.bad_step) >= 0:
+      # the one host check, before anything is written
+      raise NonFiniteLossError(int(run.health.bad_step), float(run.health.loss),
+                               run.last_saved, ckpt.directory, float(run.health.grad_norm))
+    if log_now:
+      rec = writer.write(step, "train", _mean_records(run.pending))
+      run.pending = []
+      progress.update(step % s.log_every or s.log_every, loss=rec["loss"],
+                      **({"acc": rec["accuracy"]} if "accuracy" in rec else {}))
+    if eval_now:
+      _evaluate(run, steps, writer, workdir)
+    if save_now:
+      ckpt.save(step, run.state)
+      run.last_saved = step
+    if policy.at_time_limit:
+      print(f"lvf_jax: stopped at step {step} of {s.steps}: train.time_limit of "
+            f"{s.time_limit:g} s reached; run again with the same workdir to resume")
+    if policy.at_time_limit or policy.by:
+      break
+
+
+def _evaluate(run: Run, steps: _Steps, writer, workdir: str) -> None:
+  """Validation (and the diagnostics); on a new best, the test split and the variables."""
+  state, step = run.state, run.step
+
+  def on(split):
+    return evaluate(steps.evaluate, steps.pipeline, state.params, state.extras, split,
+                    steps.mesh)
+
+  val = writer.write(step, "validation", on("validation"))
+  figures = steps.diagnose(state.params) if steps.diagnose is not None else None
+  if figures:
+    writer.write(step, "diagnostics", figures)
+  if val["loss"] < run.best["loss"]:
+    test = writer.write(step, "test", on("test"))
+    run.best.update(loss=val["loss"], step=step, test=_without_position(test))
+    if parallel.is_writer():
+      save_best_variables(workdir, step, state.params, state.extras, _without_position(val))
+
+
+def _previous_seconds(workdir: str, resumed_from) -> float:
+  """The seconds of the earlier parts of a resumed run (their summary), else 0."""
+  path = os.path.join(workdir, "summary.json")
+  if resumed_from is None or not os.path.exists(path):
+    return 0.0
+  with open(path) as f:
+    earlier = json.load(f)
+  return float(earlier.get("seconds_total", earlier.get("seconds", 0.0)))
+
+
+def _summary(config, pipeline, run: Run, policy: StopPolicy, n_params: int, records: list,
+             workdir: str) -> dict[str, Any]:
+  elapsed = time.time() - policy.t0
+  previous = _previous_seconds(workdir, run.resumed_from)
+  validations = [r for r in records if r["split"] == "validation"]
+  return {
+      "model": config.model.name,
+      "task": pipeline.describe(),
+      "parameters": n_params,
+      "effective_parameters": models.count_params(run.state.params, effective=True),
+      "steps": run.step,
+      "steps_budget": int(config.train.steps),
+      "stopped_at_time_limit": policy.at_time_limit,
+      "stopped_by_signal": policy.final_signal(),
+      "resumed_from": run.resumed_from,
+      "seconds": round(elapsed, 2),
+      # every part of the run that wrote a summary (a part killed before it wrote one is
+      # not counted)
+      "seconds_total": round(previous + elapsed, 2),
+      "steps_per_second": round(run.steps_done / elapsed, 3) if elapsed > 0 else None,
+      "baseline_loss": pipeline.baseline_loss(),
+      "final_validation": _without_position(validations[-1]) if validations else None,
+      "best_validation_step": run.best["step"],
+      "test_at_best_validation": run.best["test"],
+  }
+
+
+def _write_summary(summary: dict, s: TrainSettings, records: list, workdir: str, label: str,
+                   baseline: float) -> None:
+  """The curves, the diagnostics figure and ``summary.json``; prints the summary line."""
+  if s.plot:
+    summary["plot"] = reporting.plot_curves(records, os.path.join(workdir, "curves.png"),
+                                            title=label, baseline=baseline)
+    summary["diagnostics_plot"] = reporting.plot_diagnostics(
+        records, os.path.join(workdir, "diagnostics.png"), title=label)
+  with open(os.path.join(workdir, "summary.json"), "w") as f:
+    json.dump(summary, f, indent=2)
+  print(format_summary(summary))
 
 
 def format_summary(summary: dict[str, Any]) -> str:
