@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import os
 import platform
 import statistics
@@ -87,9 +88,19 @@ def _random_batch(setting: dict, seed: int):
   return x, y
 
 
-def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: str = "auto",
-                seed: int = 0):
-  """Returns ``{variant: (step_fn, state)}``; ``step_fn(state) -> state`` (jitted)."""
+def jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: str = "auto",
+               seed: int = 0, persistent_interpret: bool = False, dtype: str = "float32"):
+  """The JAX variants of a setting.
+
+  Returns:
+    ``(models, flops, losses)``: ``{variant: (step_fn, state)}`` with ``step_fn(state) ->
+    state`` jitted; the FLOP counts of the floor and the product diagnostics; and
+    ``{variant: (loss_fn, params)}`` of the trained variants, for checks against a peer.
+    ``lvf_jax_persistent`` is the tanh RNN through
+    :func:`lvf_jax.recurrences.persistent_rnn_scan` (in Pallas's interpreter where
+    ``persistent_interpret``). ``dtype``: of the parameters, data and states (float64 needs
+    JAX's x64 mode).
+  """
   import jax
   import jax.numpy as jnp
   import numpy as np
@@ -101,27 +112,28 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
   T, n, B, d, C = (setting[k] for k in ("T", "n", "B", "d_in", "classes"))
   every = setting["every_step"]
   x, y = _random_batch(setting, seed)
-  x, y = jnp.asarray(x), jnp.asarray(y)
+  dtype = jnp.dtype(dtype)
+  x, y = jnp.asarray(x, dtype), jnp.asarray(y)
 
   keys = jax.random.split(jax.random.key(seed), 4)
-  angles = jax.random.uniform(keys[0], (n // 2,), jnp.float32, -np.pi, np.pi)
-  skew = jnp.zeros((n, n), jnp.float32).at[2 * jnp.arange(n // 2),
+  angles = jax.random.uniform(keys[0], (n // 2,), dtype, -np.pi, np.pi)
+  skew = jnp.zeros((n, n), dtype).at[2 * jnp.arange(n // 2),
                                            2 * jnp.arange(n // 2) + 1].set(angles)
   exp_params = {
       "skew": skew,
-      "w_in": jax.random.normal(keys[1], (d, n), jnp.float32) / np.sqrt(d),
-      "bias": jax.random.uniform(keys[2], (n,), jnp.float32, -0.01, 0.01),
+      "w_in": jax.random.normal(keys[1], (d, n), dtype) / math.sqrt(d),
+      "bias": jax.random.uniform(keys[2], (n,), dtype, -0.01, 0.01),
       # (C, n) like torch.nn.Linear: the weight gradient dlogits^T H is then a (C, TB) x
       # (TB, n) product, ~3x faster on XLA:CPU than H^T dlogits, (n, TB) x (TB, C).
-      "w_out": jax.random.normal(keys[3], (C, n), jnp.float32) / np.sqrt(n),
-      "b_out": jnp.zeros((C,), jnp.float32),
+      "w_out": jax.random.normal(keys[3], (C, n), dtype) / math.sqrt(n),
+      "b_out": jnp.zeros((C,), dtype),
   }
   tanh_params = {
-      "w": jax.nn.initializers.orthogonal()(keys[0], (n, n), jnp.float32),
-      "w_in": exp_params["w_in"], "b": jnp.zeros((n,), jnp.float32),
+      "w": jax.nn.initializers.orthogonal()(keys[0], (n, n), dtype),
+      "w_in": exp_params["w_in"], "b": jnp.zeros((n,), dtype),
       "w_out": exp_params["w_out"], "b_out": exp_params["b_out"],
   }
-  h0 = jnp.zeros((B, n), jnp.float32)
+  h0 = jnp.zeros((B, n), dtype)
   opt = optax.rmsprop(1e-3)
 
   def orthogonal_kernel(p, method="jsl"):
@@ -132,7 +144,7 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
   def modrelu(z, b):
     return jnp.sign(z) * jnp.maximum(jnp.abs(z) + b[None, :], 0.0)
 
-  y_onehot = jax.nn.one_hot(y, C, dtype=jnp.float32)
+  y_onehot = jax.nn.one_hot(y, C, dtype=dtype)
 
   def cross_entropy(logits):
     # Softmax cross-entropy against a constant one-hot target (no gather/scatter).
@@ -190,6 +202,11 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
     h_last, hs = fused_scan(p["w"], p, p["b"], "tanh")
     return readout_loss(p, hs, h_last)
 
+  def loss_tanh_persistent(p):
+    h_last, hs = recurrences.persistent_rnn_scan(
+        p["w"], project(p) + p["b"][None, None, :], h0, interpret=persistent_interpret)
+    return readout_loss(p, hs, h_last)
+
   def train_step(loss_fn):
     @jax.jit
     def step(state):
@@ -201,8 +218,8 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
 
   def floor_fn():
     k = orthogonal_kernel(exp_params)
-    c0 = jax.random.normal(keys[1], (B, n), jnp.float32) / np.sqrt(n)
-    g0 = jax.random.normal(keys[2], (B, n), jnp.float32) / np.sqrt(n)
+    c0 = jax.random.normal(keys[1], (B, n), dtype) / math.sqrt(n)
+    g0 = jax.random.normal(keys[2], (B, n), dtype) / math.sqrt(n)
 
     @jax.jit
     def floor(state):
@@ -230,7 +247,12 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
       "jax_plain": (train_step(loss_plain), (exp_params, opt.init(exp_params))),
       "jax_tanh": (train_step(loss_tanh), (tanh_params, opt.init(tanh_params))),
       "lvf_jax_tanh": (train_step(loss_tanh_fused), (tanh_params, opt.init(tanh_params))),
+      "lvf_jax_persistent": (train_step(loss_tanh_persistent),
+                             (tanh_params, opt.init(tanh_params))),
   }
+  losses = {"lvf_jax": (loss_lvf, exp_params), "jax_plain": (loss_plain, exp_params),
+            "jax_tanh": (loss_tanh, tanh_params), "lvf_jax_tanh": (loss_tanh_fused, tanh_params),
+            "lvf_jax_persistent": (loss_tanh_persistent, tanh_params)}
 
   # ---- diagnostics
   def loss_hoisted(p):
@@ -240,8 +262,8 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
     return readout_loss(p, hs, h_last)
 
   # copy: the loss reads every state; MNIST: only the last one.
-  hs_const = jnp.tanh(jax.random.normal(keys[2], (T if every else 1, B, n), jnp.float32))
-  g_expm = jax.random.normal(keys[3], (n, n), jnp.float32) * 1e-3
+  hs_const = jnp.tanh(jax.random.normal(keys[2], (T if every else 1, B, n), dtype))
+  g_expm = jax.random.normal(keys[3], (n, n), dtype) * 1e-3
 
   def loss_no_recurrence(p, hs):
     # The work of the lvf_jax step that the floor does not contain and that no fused
@@ -267,7 +289,7 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
   models["diag_lvf_jax_no_expm"] = (
       train_step(lambda p: loss_lvf(p, kernel=p["kernel"])), (no_expm, opt.init(no_expm)))
 
-  g_rand = jax.random.normal(keys[3], (n, n), jnp.float32)
+  g_rand = jax.random.normal(keys[3], (n, n), dtype)
 
   def expm_fwd_bwd(method):
     @jax.jit
@@ -291,17 +313,17 @@ def _jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: st
     return k, h
 
   models["diag_step_products"] = (step_products, (k_fixed, h0 + 0.1))
-  big_a = jax.random.normal(keys[0], (T * B, n), jnp.float32)
+  big_a = jax.random.normal(keys[0], (T * B, n), dtype)
 
   @jax.jit
   def big_product(state):
     a, acc = state
     return a, acc + jax.lax.dot_general(a, a, (((0,), (0,)), ((), ())))
 
-  models["diag_big_product"] = (big_product, (big_a, jnp.zeros((n, n), jnp.float32)))
+  models["diag_big_product"] = (big_product, (big_a, jnp.zeros((n, n), dtype)))
   flops = {"diag_step_products": 2.0 * T * B * n * n, "diag_big_product": 2.0 * T * B * n * n,
            "floor": 3 * 2.0 * T * B * n * n}
-  return models, flops
+  return models, flops, losses
 
 
 # --------------------------------------------------------------------------- torch
@@ -346,7 +368,7 @@ def run(settings, variants, repeats, warmup, threads, diagnostics, unroll, torch
   extra = {}
   for name in settings:
     s = SETTINGS[name]
-    models, flops = _jax_models(s, unroll, expm, projection)
+    models, flops, _ = jax_models(s, unroll, expm, projection)
     fns = {}
     for v in variants:
       if v in ("torch", "torch_1t"):

@@ -6,7 +6,10 @@ code that reuses it run a **Python loop over time**, call the cell once per step
 ``B = expm(A)`` **once per training iteration** (``torch.matrix_exp`` of the skew
 generator), and let autograd differentiate through the loop; the optimiser is RMSprop.
 This module is our own code written in that style (not a copy of theirs), so that
-``benchmarks/speed.py`` can time it side by side with lvf_jax in one process.
+``benchmarks/speed.py`` and ``benchmarks/gpu.py`` can time it side by side with lvf_jax in
+one process; :func:`exprnn_loss_and_grads` evaluates it at lvf_jax's parameters for the check
+that both compute the same loss and gradients. :class:`LSTMModel` is ``torch.nn.LSTM``
+(cuDNN's kernels on a GPU) with the same readout.
 
 Optional dependency: ``pip install torch`` (the CPU build is enough; the ``torch`` extra of
 ``setup.cfg``). Nothing in the library imports this file.
@@ -14,6 +17,7 @@ Optional dependency: ``pip install torch`` (the CPU build is enough; the ``torch
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -92,11 +96,75 @@ class Model(nn.Module):
     return self.lin(h)
 
 
+class LSTMModel(nn.Module):
+  """``torch.nn.LSTM`` (cuDNN's fused kernels on a GPU) + linear readout: the recurrent layer
+  a PyTorch user picks first."""
+
+  def __init__(self, d_in: int, n: int, n_classes: int, every_step: bool):
+    super().__init__()
+    self.lstm = nn.LSTM(d_in, n)
+    self.lin = nn.Linear(n, n_classes)
+    self.every_step = every_step
+
+  def forward(self, x):  # x: (T, B, d_in)
+    hs, _ = self.lstm(x)
+    return self.lin(hs if self.every_step else hs[-1])
+
+
+CELLS = ("exprnn", "tanh", "lstm")
+
+
+def make_model(cell: str, d_in: int, n: int, n_classes: int, every_step: bool) -> nn.Module:
+  """The model of ``cell``, one of :data:`CELLS`."""
+  if cell not in CELLS:
+    raise ValueError(f"torch_peer: argument 'cell' must be one of {CELLS}; got {cell!r}.")
+  if cell == "lstm":
+    return LSTMModel(d_in, n, n_classes, every_step)
+  return Model(cell, d_in, n, n_classes, every_step)
+
+
+def load_exprnn(model: Model, params: dict) -> None:
+  """Copies the parameters of ``benchmarks/speed.py``'s expRNN model (NumPy arrays: ``skew``
+  (n, n), ``w_in`` (d, n), ``bias`` (n,), ``w_out`` (C, n), ``b_out`` (C,)) into ``model``."""
+  named = exprnn_parameters(model)
+  with torch.no_grad():
+    for key, value in params.items():
+      tensor, transposed = named[key]
+      source = torch.from_numpy(np.array(value.T if transposed else value))  # a writable copy
+      tensor.copy_(source.to(tensor.dtype))
+
+
+def exprnn_parameters(model: Model) -> dict:
+  """``{name in speed.py's model: (tensor, transposed)}`` of an expRNN ``Model``."""
+  return {"skew": (model.rnn.skew, False), "w_in": (model.rnn.input_kernel.weight, True),
+          "bias": (model.rnn.nonlinearity.b, False), "w_out": (model.lin.weight, False),
+          "b_out": (model.lin.bias, False)}
+
+
+def exprnn_loss_and_grads(params: dict, x, y, every_step: bool, device: str = "cpu",
+                          dtype: str = "float32"):
+  """The loss and the gradients (NumPy, named and laid out as ``params``) of the expRNN
+  model at ``params`` on the batch ``x (T, B, d)``, ``y`` (NumPy), computed in ``dtype``."""
+  n, d = params["skew"].shape[0], params["w_in"].shape[0]
+  model = Model("exprnn", d, n, params["w_out"].shape[0], every_step).to(
+      device=device, dtype=getattr(torch, dtype))
+  load_exprnn(model, params)
+  logits = model(torch.from_numpy(np.array(x)).to(device=device, dtype=getattr(torch, dtype)))
+  target = torch.as_tensor(y).long().to(device)
+  loss = nn.CrossEntropyLoss()(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
+  loss.backward()
+  grads = {}
+  for key, (tensor, transposed) in exprnn_parameters(model).items():
+    g = tensor.grad.detach().cpu().numpy()
+    grads[key] = g.T if transposed else g
+  return float(loss.detach().cpu()), grads
+
+
 def make_train_step(cell: str, d_in: int, n: int, n_classes: int, every_step: bool,
                     lr: float = 1e-3, seed: int = 0, device: str = "cpu"):
   """Returns ``step(x, y) -> loss`` (forward, ``backward()``, ``RMSprop.step()``)."""
   torch.manual_seed(seed)
-  model = Model(cell, d_in, n, n_classes, every_step).to(device)
+  model = make_model(cell, d_in, n, n_classes, every_step).to(device)
   opt = torch.optim.RMSprop(model.parameters(), lr=lr)
   loss_fn = nn.CrossEntropyLoss()
 

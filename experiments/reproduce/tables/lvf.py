@@ -12,9 +12,9 @@ from experiments.reproduce.tables import nnrnn as nnrnn_tables
 CITATION = "Azencot et al. 2021 (arXiv:2102.09589)"
 
 PTB_EPOCH = 262  # truncated-BPTT chunks of one epoch at batch 128, T = 150
-PTB_BUDGET = dict(steps=50 * PTB_EPOCH, run_steps=PTB_EPOCH)
-PTB_NOTE = ("a GPU row: on 2 CPU cores one of the 50 epochs takes about 35 min "
-            "(`--steps 262`); on one NVIDIA H100 the 50 epochs take 2.5-3 min")
+PTB_BUDGET = dict(steps=50 * PTB_EPOCH, blocker="budget: a GPU row (50 epochs at batch 128)")
+PTB_NOTE = ("a GPU row (`python -m experiments.gpu_kit`); the rows `ptb-*-cpu` run the "
+            "lvfRNN, RNN and expRNN for one epoch on a CPU; a record of fewer steps is partial")
 # the factored EURNN (rotation layers applied each step) trains a PTB-char step in about
 # 2.3 s on one core of the AMD EPYC (6.4 s with its dense W)
 PTB_NOTES = {"eurnn": ("a GPU row: on one CPU core one of the 50 epochs takes about 10 min "
@@ -23,6 +23,7 @@ PTB_NOTES = {"eurnn": ("a GPU row: on one CPU core one of the 50 epochs takes ab
 JSB_STEPS = 100 * 229  # 100 epochs of one sequence per update
 MUSE_STEPS = 100 * 524
 MUSE_RUN = 30 * 524
+MUSE_FULL = ("lvf", "rnn")  # the rows run to the full budget; the others to MUSE_RUN
 MUSE_AVERAGE = ("training minimises the frame-weighted NLL, the average the test and model "
                 "selection report (Boulanger-Lewandowski et al. 2012, arXiv:1206.6392; the "
                 "TCN reference code sums each piece's NLL over its frames); a record whose "
@@ -129,6 +130,30 @@ def _t1_row(preset, name, bpc, acc, hidden):
              **PTB_BUDGET)
 
 
+# The lvfRNN, the tanh RNN and the expRNN at one common reduced budget on a CPU: their order
+# compared like for like (each row: the preset of its model's row above, one epoch of 50).
+T1_EQUAL = tuple(
+    Row(id=f"ptb-{preset}-cpu", task="PTB-char T=150", model=name,
+        paper={"test_bpc": bpc, "test_accuracy": acc}, config=f"ptb_char.py:{preset}",
+        overrides={"model.hidden": 1024} if preset != "lvf" else {},
+        paper_params=f"n={hidden}", steps=50 * PTB_EPOCH, run_steps=PTB_EPOCH,
+        note=("the same budget for the three models of this group (one epoch of the 50, "
+              "262 steps at batch 128), to compare their order like for like"))
+    for preset, name, bpc, acc, hidden in _T1 if preset in ("lvf", "rnn", "exprnn"))
+
+# The lvfRNN's full 50 epochs with tau and the vector field's learning rate varied around
+# the preset (tau 5, Adam 1.2e-5 for V): GPU rows.
+PTB_SWEEP = (("tau2.5", 2.5, 1.2e-5), ("tau10", 10.0, 1.2e-5), ("vf6e-6", 5.0, 6e-6),
+             ("vf2.4e-5", 5.0, 2.4e-5))
+T1_SWEEP = tuple(
+    Row(id=f"ptb-lvf-{suffix}", task="PTB-char T=150", model="lvfRNN",
+        paper={"test_bpc": 1.43, "test_accuracy": 69.0}, config="ptb_char.py:lvf",
+        overrides={"model.cell.tau": tau, "optim.lr_vector_field": lr}, paper_params="n=1400",
+        steps=50 * PTB_EPOCH, blocker="budget: a GPU row (50 epochs at n = 1400)",
+        note=f"the `ptb_char.py:lvf` preset with tau {tau:g} and the vector field at Adam {lr:g}")
+    for suffix, tau, lr in PTB_SWEEP)
+
+
 def _t2_row(preset, name, val, test, kappa):
   return Row(id=f"timit-{preset}", task="TIMIT", model=name,
              paper={"val_loss": val, "test_loss": test}, config=f"timit.py:{preset}",
@@ -157,9 +182,9 @@ def _t3_rows(preset, name, jsb, muse):
               seeds=3 if preset == "lvf" else 1, note=_note("jsb", preset)),
           Row(id=f"musedata-{preset}", task="MuseData", model=name, paper={"test_loss": muse},
               config=f"musedata.py:{preset}", paper_params="~350k", steps=MUSE_STEPS,
-              run_steps=None if preset == "lvf" else MUSE_RUN,  # lvfRNN: the full budget
+              run_steps=None if preset in MUSE_FULL else MUSE_RUN,
               note=_note("musedata", preset, "; ".join(
-                  [MUSE_AVERAGE] + ([] if preset == "lvf" else [MUSE_NOTE])))))
+                  [MUSE_AVERAGE] + ([] if preset in MUSE_FULL else [MUSE_NOTE])))))
 
 
 def _t4_row(preset, name, ce, acc, params):
@@ -210,7 +235,7 @@ T4_SWEEP = (
 
 TABLES = {
     "t1": Table("lvf", "1", "PTB character level, T = 150, 1024 hidden units: test BPC and "
-                "accuracy.", CITATION, tuple(_t1_row(*r) for r in _T1)),
+                "accuracy.", CITATION, tuple(_t1_row(*r) for r in _T1) + T1_EQUAL + T1_SWEEP),
     "t2": Table("lvf", "2", "TIMIT speech frame prediction, about 200k parameters: "
                 "validation and test MSE.", CITATION,
                 tuple(_t2_row(*r) for r in _T2) + tuple(_t2_fsdd_row(*r) for r in _T2)),

@@ -1,0 +1,441 @@
+"""The GPU kit: what a GPU run needs, prepared here, run there within a deadline, and
+collected back into records and pages.
+
+GPU time comes in short windows on a machine that reaches no package registry and no data,
+so everything is prepared beforehand into the ignored folder ``.gpu_kit`` (carried with the
+working tree)::
+
+  python -m experiments.gpu_kit prepare              # here: pinned wheels and the data
+  python -m experiments.gpu_kit run --deadline 780 --out $OUT     # on the GPU machine
+  python -m experiments.gpu_kit collect DIR          # here: DIR holds what came back
+  python -m experiments.gpu_kit run --dry-run --deadline 120 --out /tmp/kit   # CPU check
+
+``run`` installs the wheels (``pip --no-index`` into a private folder), runs
+``benchmarks/gpu.py`` first, then the reproduction rows of :data:`PRIORITY` in ``--lanes``
+parallel processes, in order, each with the time left as its training time limit. Every
+``--sync-every`` seconds it packs the records (no checkpoints) into ``OUT/kit.tar.gz``
+beside ``OUT/gpu.json`` and ``OUT/kit.log``; before the deadline it stops the rows that are
+still running (SIGTERM: each writes its partial record) and packs a last time.
+``--dry-run`` runs the same sequence on the CPU with ``--tiny`` benchmark settings and
+``--smoke`` rows. ``collect`` merges the returned runs into ``runs/reproduce``, rewrites the
+tables' pages from the records and writes ``docs/results/gpu.json`` and ``docs/GPU.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import glob
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from typing import Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KIT = os.path.join(ROOT, ".gpu_kit")
+
+# Packages the GPU machine's image lacks (it holds jax with CUDA, flax, optax, orbax,
+# matplotlib, torch), pinned: lvf_jax's configs and its TFDS data layer with the
+# requirements of tensorflow-datasets that the image does not have.
+WHEELS = {
+    "ml-collections": "1.1.0", "tensorflow-datasets": "4.9.10", "array-record": "0.8.6",
+    "dm-tree": "0.1.10", "immutabledict": "4.3.1", "promise": "2.3", "simple-parsing": "0.1.9",
+    "docstring-parser": "0.18.0", "tensorflow-metadata": "1.21.0",
+    "googleapis-common-protos": "1.76.0", "termcolor": "3.3.0", "toml": "0.10.2",
+}
+SOURCE_ONLY = ("promise",)  # published as a source archive: built into a wheel here
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
+             "manylinux2014_x86_64", "manylinux1_x86_64")
+PYTHON = "3.12"  # the GPU image's python3
+# The folders of LVF_JAX_DATA_DIR the rows of PRIORITY read, with the files they need.
+DATA = {"ptb": ("ptb.char.*", "README.md"), "mnist": ("*.gz", "README.md")}
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+  """One reproduction run: table, row, seed and optimiser steps (None: the row's budget)."""
+
+  table: str
+  row: str
+  steps: Optional[int] = None
+  seed: int = 0
+
+
+# In order: the lvfRNN's full PTB-char budget and its tau / field-rate sweep, then the
+# baselines of the same table, then the GPU rows of the other tables.
+PRIORITY = (
+    Job("lvf-t1", "ptb-lvf"), Job("lvf-t1", "ptb-lvf-tau2.5"),
+    Job("lvf-t1", "ptb-lvf-tau10"), Job("lvf-t1", "ptb-lvf-vf6e-6"),
+    Job("lvf-t1", "ptb-lvf-vf2.4e-5"), Job("lvf-t1", "ptb-rnn"),
+    Job("lvf-t1", "ptb-exprnn"), Job("antisymmetric-t1", "mnist-fcurnn-n512"),
+    Job("antisymmetric-t1", "mnist-kru"),
+)
+
+
+# ---------------------------------------------------------------------- prepare
+
+
+def wheel_commands(dest: str) -> list[list[str]]:
+  """The pip commands that fetch :data:`WHEELS` for the GPU image's Python into ``dest``."""
+  binary = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+            "--python-version", PYTHON, "--implementation", "cp", "-d", dest]
+  for platform in PLATFORMS:
+    binary += ["--platform", platform]
+  cmds = []
+  for name, version in WHEELS.items():
+    if name in SOURCE_ONLY:
+      cmds.append([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", dest,
+                   f"{name}=={version}"])
+    else:
+      cmds.append(binary + [f"{name}=={version}"])
+  return cmds
+
+
+def copy_data(source: str, dest: str) -> list[str]:
+  """Copies the files of :data:`DATA` from ``source`` (``LVF_JAX_DATA_DIR``) to ``dest``;
+  returns the copied paths relative to ``dest``."""
+  copied = []
+  for folder, patterns in DATA.items():
+    for pattern in patterns:
+      files = sorted(glob.glob(os.path.join(source, folder, pattern)))
+      if not files:
+        raise FileNotFoundError(f"gpu_kit prepare: no {folder}/{pattern} under {source!r} "
+                                "(LVF_JAX_DATA_DIR)")
+      os.makedirs(os.path.join(dest, folder), exist_ok=True)
+      for f in files:
+        shutil.copyfile(f, os.path.join(dest, folder, os.path.basename(f)))
+        copied.append(os.path.join(folder, os.path.basename(f)))
+  return copied
+
+
+def prepare(kit: str, data_dir: str, fetch: bool = True) -> None:
+  """Fills ``kit`` with the wheels (``fetch``) and the data."""
+  wheels = os.path.join(kit, "wheels")
+  os.makedirs(wheels, exist_ok=True)
+  if fetch:
+    for cmd in wheel_commands(wheels):
+      subprocess.run(cmd, check=True)
+  copied = copy_data(data_dir, os.path.join(kit, "data"))
+  with open(os.path.join(kit, "commit.txt"), "w") as f:
+    f.write(_git_describe() + "\n")
+  print(f"gpu_kit: {len(os.listdir(wheels))} wheels, {len(copied)} data files in {kit}; "
+        f"carry {os.path.relpath(kit, ROOT)!r} to the GPU machine")
+
+
+def _git_describe() -> str:
+  out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                       text=True, cwd=ROOT, check=False)
+  return out.stdout.strip() or "unknown"
+
+
+# -------------------------------------------------------------------------- run
+
+
+class Clock:
+  """Seconds left before a deadline."""
+
+  def __init__(self, seconds: float):
+    self.end = time.monotonic() + seconds
+
+  def left(self) -> float:
+    return self.end - time.monotonic()
+
+
+def install_wheels(kit: str, site: str, log) -> Optional[str]:
+  """Installs the kit's wheels into ``site`` (no index, no dependencies); returns ``site``,
+  or None when the kit holds none."""
+  wheels = sorted(glob.glob(os.path.join(kit, "wheels", "*.whl")))
+  if not wheels:
+    return None
+  cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+         "--no-compile", "--target", site] + wheels
+  log(f"install: {len(wheels)} wheels into {site}")
+  subprocess.run(cmd, check=True)
+  return site
+
+
+def job_command(job: Job, work: str, time_limit: float, dry_run: bool) -> list[str]:
+  """The reproduction command of ``job`` (its records under ``work/runs``)."""
+  cmd = [sys.executable, "-m", "experiments.reproduce", job.table, "--rows", job.row,
+         "--seed", str(job.seed), "--workdir", os.path.join(work, "runs"),
+         "--out", os.path.join(work, "pages"), "--include-blocked",
+         "--time-limit", str(max(int(time_limit), 1))]
+  if dry_run:
+    return cmd + ["--smoke"]
+  return cmd + (["--steps", str(job.steps)] if job.steps else [])
+
+
+DRY_RUN_SETTINGS = ("copy_b10", "lstm_n1024")  # one expRNN and the LSTM setting
+
+
+def benchmark_command(work: str, budget: float, dry_run: bool) -> list[str]:
+  """``benchmarks/gpu.py`` writing ``work/gpu.json``; tiny and two settings in a dry run."""
+  cmd = [sys.executable, os.path.join(ROOT, "benchmarks", "gpu.py"), "--budget", str(budget),
+         "--json", os.path.join(work, "gpu.json"), "--out", os.path.join(work, "gpu.md")]
+  if dry_run:
+    return cmd + ["--tiny", "--repeats", "3", "--settings", *DRY_RUN_SETTINGS]
+  return cmd
+
+
+def pack(work: str, out: str) -> None:
+  """Writes ``out/kit.tar.gz`` (every file of ``work`` but checkpoints and weights) and
+  copies ``gpu.json`` and ``kit.log`` beside it; each file replaced atomically."""
+  buf = io.BytesIO()
+  with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+    for path in sorted(glob.glob(os.path.join(work, "**", "*"), recursive=True)):
+      rel = os.path.relpath(path, work)
+      if os.path.isfile(path) and not _heavy(rel):
+        try:
+          tar.add(path, arcname=rel)
+        except OSError:  # a file being replaced while packed: the next pass takes it
+          pass
+  _write_atomic(os.path.join(out, "kit.tar.gz"), buf.getvalue())
+  for name in ("gpu.json", "kit.log"):
+    src = os.path.join(work, name)
+    if os.path.exists(src):
+      with open(src, "rb") as f:
+        _write_atomic(os.path.join(out, name), f.read())
+
+
+def _heavy(rel: str) -> bool:
+  parts = rel.split(os.sep)
+  return "checkpoints" in parts or rel.endswith(".msgpack")
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+  tmp = path + ".tmp"
+  with open(tmp, "wb") as f:
+    f.write(data)
+  os.replace(tmp, path)
+
+
+class Syncer(threading.Thread):
+  """Packs ``work`` into ``out`` every ``every`` seconds until stopped."""
+
+  def __init__(self, work: str, out: str, every: float):
+    super().__init__(daemon=True)
+    self.work, self.out, self.every = work, out, every
+    self.stop = threading.Event()
+
+  def run(self):
+    while not self.stop.wait(self.every):
+      pack(self.work, self.out)
+
+
+def run_lanes(jobs, lanes: int, clock: Clock, work: str, env: dict, *, dry_run: bool,
+              margin: float, min_job_s: float, log) -> list[dict]:
+  """Runs ``jobs`` in order in up to ``lanes`` processes; a job starts only with more than
+  ``min_job_s`` seconds left; at ``margin`` seconds before the deadline every running job
+  gets SIGTERM. Returns ``[{job, rc, seconds}]``."""
+  pending, running, done = list(jobs), {}, []
+  while pending or running:
+    while pending and len(running) < lanes and clock.left() - margin > min_job_s:
+      job = pending.pop(0)
+      cmd = job_command(job, work, clock.left() - margin, dry_run)
+      log(f"start {job.table}/{job.row} seed {job.seed}: {' '.join(cmd[1:])}")
+      logf = open(os.path.join(work, f"{job.table}-{job.row}-{job.seed}.log"), "w")
+      proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=logf, stderr=subprocess.STDOUT)
+      running[proc] = (job, time.monotonic(), logf)
+    if not running:
+      break
+    for proc in [p for p in running if p.poll() is not None]:
+      job, t0, logf = running.pop(proc)
+      logf.close()
+      done.append({"job": dataclasses.asdict(job), "rc": proc.returncode,
+                   "seconds": round(time.monotonic() - t0, 1)})
+      log(f"end {job.table}/{job.row}: rc {proc.returncode}")
+    if clock.left() < margin:
+      for proc in running:
+        proc.send_signal(signal.SIGTERM)
+      log(f"deadline: SIGTERM to {len(running)} running jobs")
+      for proc, (job, t0, logf) in list(running.items()):
+        proc.wait(timeout=max(margin / 2, 5))
+        logf.close()
+        done.append({"job": dataclasses.asdict(job), "rc": proc.returncode,
+                     "seconds": round(time.monotonic() - t0, 1)})
+      running.clear()
+      break
+    time.sleep(0.5)
+  return done
+
+
+def run(out: str, deadline: float, *, lanes: int, benchmark_budget: float, dry_run: bool,
+        sync_every: float, margin: float, kit: str = KIT, jobs=PRIORITY) -> dict:
+  """The kit's run (module docstring); returns its summary, also written to ``kit.json``."""
+  clock = Clock(deadline)
+  os.makedirs(out, exist_ok=True)
+  work = tempfile.mkdtemp(prefix="gpu_kit_")
+  log_path = os.path.join(work, "kit.log")
+
+  def log(msg):
+    line = f"{time.strftime('%H:%M:%S')} {msg}"
+    print(line, flush=True)
+    with open(log_path, "a") as f:
+      f.write(line + "\n")
+
+  env = dict(os.environ, PYTHONUNBUFFERED="1", XLA_PYTHON_CLIENT_PREALLOCATE="false")
+  site = None if dry_run else install_wheels(kit, os.path.join(work, "site"), log)
+  env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, site, env.get("PYTHONPATH")) if p)
+  if os.path.isdir(os.path.join(kit, "data")) and not dry_run:
+    env["LVF_JAX_DATA_DIR"] = os.path.join(kit, "data")
+  if os.path.exists(os.path.join(kit, "commit.txt")):
+    with open(os.path.join(kit, "commit.txt")) as f:
+      env["LVF_JAX_COMMIT"] = f.read().strip()
+  syncer = Syncer(work, out, sync_every)
+  syncer.start()
+  summary = {"dry_run": dry_run, "deadline_s": deadline, "lanes": lanes}
+  bench = benchmark_command(work, min(benchmark_budget, max(clock.left() - 2 * margin, 1)),
+                            dry_run)
+  log("benchmark: " + " ".join(bench[1:]))
+  with open(os.path.join(work, "gpu.log"), "w") as f:
+    summary["benchmark_rc"] = subprocess.run(bench, cwd=ROOT, env=env, stdout=f,
+                                             stderr=subprocess.STDOUT).returncode
+  log(f"benchmark: rc {summary['benchmark_rc']}")
+  summary["jobs"] = run_lanes(jobs, lanes, clock, work, env, dry_run=dry_run, margin=margin,
+                              min_job_s=0 if dry_run else 60, log=log)
+  with open(os.path.join(work, "kit.json"), "w") as f:
+    json.dump(summary, f, indent=1)
+  syncer.stop.set()
+  syncer.join()
+  pack(work, out)
+  log(f"packed into {out} with {clock.left():.0f} s left")
+  return summary
+
+
+# ---------------------------------------------------------------------- collect
+
+
+def unpack(src: str, dest: str) -> str:
+  """Extracts ``src/kit.tar.gz`` into ``dest``; returns ``dest``."""
+  with tarfile.open(os.path.join(src, "kit.tar.gz")) as tar:
+    tar.extractall(dest, filter="data")
+  return dest
+
+
+def merge_runs(unpacked: str, runs: str) -> list[tuple[str, str]]:
+  """Copies every returned run (``runs/<table>/<row>/seed<k>`` with a ``result.json``) into
+  ``runs`` unless a run there already counts as many steps; returns the ``(table, row)``
+  pairs merged."""
+  merged = []
+  for result in sorted(glob.glob(os.path.join(unpacked, "runs", "*", "*", "seed*",
+                                              "result.json"))):
+    run_dir = os.path.dirname(result)
+    rel = os.path.relpath(run_dir, os.path.join(unpacked, "runs"))
+    target = os.path.join(runs, rel)
+    if _steps(target) >= _steps(run_dir):
+      continue
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(run_dir, target)
+    table, row = rel.split(os.sep)[:2]
+    merged.append((table, row))
+  return merged
+
+
+def _steps(run_dir: str) -> int:
+  try:
+    with open(os.path.join(run_dir, "result.json")) as f:
+      return int(json.load(f).get("steps") or 0)
+  except (OSError, ValueError):
+    return -1
+
+
+def collect(src: str, *, runs: str, pages: str, docs: str, log=print) -> dict:
+  """Turns what a run returned (``src``) into records and pages (module docstring)."""
+  with tempfile.TemporaryDirectory() as tmp:
+    merged = merge_runs(unpack(src, tmp), runs)
+  tables = sorted({t for t, _ in merged})
+  if tables:
+    cmd = [sys.executable, "-m", "experiments.reproduce", *tables, "--report-only",
+           "--workdir", runs, "--out", pages]
+    subprocess.run(cmd, cwd=ROOT, check=True)
+  bench = os.path.join(src, "gpu.json")
+  if os.path.exists(bench):
+    write_gpu_page(bench, docs)
+  log(f"gpu_kit collect: {len(merged)} runs merged ({', '.join(tables) or 'none'})"
+      + ("; benchmark page written" if os.path.exists(bench) else ""))
+  return {"merged": merged, "tables": tables, "benchmark": os.path.exists(bench)}
+
+
+def write_gpu_page(bench_json: str, docs: str) -> str:
+  """Copies the benchmark record to ``docs/results/gpu.json`` and writes ``docs/GPU.md``
+  from it; returns the page's path."""
+  with open(bench_json) as f:
+    record = json.load(f)
+  os.makedirs(os.path.join(docs, "results"), exist_ok=True)
+  with open(os.path.join(docs, "results", "gpu.json"), "w") as f:
+    json.dump(record, f, indent=1)
+  path = os.path.join(docs, "GPU.md")
+  with open(path, "w") as f:
+    f.write(_benchmark_module().page(record))
+  return path
+
+
+def _benchmark_module():
+  """``benchmarks/gpu.py``, a script beside the package, loaded from its path."""
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  bench_dir = os.path.join(ROOT, "benchmarks")
+  if bench_dir not in sys.path:
+    sys.path.insert(0, bench_dir)
+  spec = importlib.util.spec_from_file_location("lvf_gpu_benchmark",
+                                                os.path.join(bench_dir, "gpu.py"))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+# ------------------------------------------------------------------------- main
+
+
+def _parser() -> argparse.ArgumentParser:
+  p = argparse.ArgumentParser(prog="python -m experiments.gpu_kit",
+                              description=__doc__.split("\n")[0])
+  sub = p.add_subparsers(dest="command", required=True)
+  pr = sub.add_parser("prepare", help="fetch the wheels and copy the data into .gpu_kit")
+  pr.add_argument("--data-dir", default=os.environ.get("LVF_JAX_DATA_DIR"))
+  pr.add_argument("--no-fetch", action="store_true", help="copy the data only")
+  r = sub.add_parser("run", help="on the GPU machine: benchmark, then rows, until --deadline")
+  r.add_argument("--out", required=True, help="folder the results are copied to ($OUT)")
+  r.add_argument("--deadline", type=float, required=True, help="seconds from now")
+  r.add_argument("--lanes", type=int, default=3)
+  r.add_argument("--benchmark-budget", type=float, default=330.0)
+  r.add_argument("--sync-every", type=float, default=5.0)
+  r.add_argument("--margin", type=float, default=30.0,
+                 help="seconds before the deadline at which running rows are stopped")
+  r.add_argument("--dry-run", action="store_true", help="CPU: tiny benchmark, smoke rows")
+  c = sub.add_parser("collect", help="here: the returned folder into records and pages")
+  c.add_argument("src")
+  c.add_argument("--runs", default=os.path.join(ROOT, "runs", "reproduce"))
+  c.add_argument("--pages", default=os.path.join(ROOT, "docs", "reproduction"))
+  c.add_argument("--docs", default=os.path.join(ROOT, "docs"))
+  return p
+
+
+def main(argv=None) -> int:
+  args = _parser().parse_args(argv)
+  if args.command == "prepare":
+    if not args.data_dir:
+      raise SystemExit("gpu_kit prepare: set LVF_JAX_DATA_DIR or pass --data-dir")
+    prepare(KIT, args.data_dir, fetch=not args.no_fetch)
+  elif args.command == "run":
+    if args.lanes < 1 or args.deadline <= 0:
+      raise SystemExit(f"gpu_kit run: --lanes must be >= 1 and --deadline > 0; got "
+                       f"{args.lanes} and {args.deadline}")
+    summary = run(args.out, args.deadline, lanes=args.lanes,
+                  benchmark_budget=args.benchmark_budget, dry_run=args.dry_run,
+                  sync_every=args.sync_every, margin=args.margin)
+    return 0 if summary["benchmark_rc"] == 0 else 1
+  else:
+    collect(args.src, runs=args.runs, pages=args.pages, docs=args.docs)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,176 @@
+"""The GPU benchmark and the GPU kit, dry-run on the CPU (tiny settings, smoke rows)."""
+
+import json
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import gpu as gpu_bench  # noqa: E402  (benchmarks/gpu.py)
+
+from experiments import gpu_kit  # noqa: E402
+
+
+def _has_torch():
+  try:
+    import torch  # noqa: F401
+    return True
+  except ImportError:
+    return False
+
+
+def test_benchmark_record_and_page(tmp_path):
+  out = tmp_path / "gpu.json"
+  assert gpu_bench.main(["--tiny", "--settings", "copy_b10", "lstm_n1024", "--budget", "0.5",
+                         "--repeats", "2", "--json", str(out)]) == 0
+  record = json.loads(out.read_text())
+  assert record["backend"] == "cpu" and record["tiny"] and list(record["peaks"]) == ["fp32"]
+  by_setting = {r["setting"]: r for r in record["results"]}
+  torch_variants = {"torch_loop", "cudnn_lstm"}
+  for name, wanted in (("copy_b10", gpu_bench.EXPRNN_VARIANTS),
+                       ("lstm_n1024", gpu_bench.LSTM_VARIANTS)):
+    r = by_setting[name]
+    measured = set(r["variants"])
+    expected = set(wanted) if _has_torch() else set(wanted) - torch_variants
+    assert measured == expected, (name, measured, r["skipped"])
+    assert set(r["skipped"]) == set(wanted) - measured
+    for row in r["variants"].values():
+      # the ratio and the label follow from the times and the floor
+      assert row["time_over_floor"] == pytest.approx(row["median_ms"] / row["floor_ms"])
+      assert row["bound"] == ("launch-bound" if row["time_over_floor"] > gpu_bench.LAUNCH_BOUND
+                              else "compute/memory")
+  text = gpu_bench.page(record)
+  assert "Tiny settings" in text and "copy, T = 5, n = 8, batch 2" in text
+  rows = [line for line in text.splitlines() if line.startswith("| copy, T = 5")]
+  assert len(rows) == len(by_setting["copy_b10"]["variants"]) + 1  # + the kernel's row
+
+
+def test_model_flops_match_xla_count_of_an_unrolled_tanh_rnn():
+  """The benchmark's FLOP formula against XLA's own count of the products of a fully
+  unrolled tanh RNN's training gradient (elementwise work makes XLA's count a bit larger)."""
+  s = dict(T=4, n=64, B=16, d_in=8, classes=8, every_step=True, cell="tanh")
+  k = jax.random.split(jax.random.key(0), 5)
+  p = {"w": jax.random.normal(k[0], (64, 64)), "w_in": jax.random.normal(k[1], (8, 64)),
+       "w_out": jax.random.normal(k[2], (8, 64))}
+  x = jax.random.normal(k[3], (4, 16, 8))
+
+  def loss(p):
+    def step(h, x_t):
+      h = jnp.tanh(x_t @ p["w_in"] + h @ p["w"])
+      return h, h
+    hs = jax.lax.scan(step, jnp.zeros((16, 64)), x, unroll=True)[1]
+    return jnp.sum((hs.reshape(64, 64) @ p["w_out"].T) ** 2)
+
+  cost = jax.jit(jax.grad(loss)).lower(p).compile().cost_analysis()
+  cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+  formula = gpu_bench.model_flops(s)
+  # XLA drops the state cotangent of the first step (h0 is a constant): 2 B n^2 fewer
+  assert 0.9 * formula <= cost["flops"] <= 1.25 * formula, (formula, cost["flops"])
+
+
+def test_lstm_variants_compute_one_model():
+  s = gpu_bench.setting_of("lstm_n1024", tiny=True)
+  _, losses = gpu_bench._lstm_jax_models(s)  # pylint: disable=protected-access
+  (fused, params), (plain, _) = losses["lvf_jax_lstm"], losses["jax_lstm_scan"]
+  lf, gf = jax.value_and_grad(fused)(params)
+  lp, gp = jax.value_and_grad(plain)(params)
+  eps = float(jnp.finfo(jnp.float32).eps)
+  tol = 10 * s["T"] * np.sqrt(s["n"]) * eps  # T dependent steps of length-n sums
+  assert abs(float(lf - lp)) <= tol * abs(float(lp))
+  for key in params:
+    err = np.linalg.norm(gf[key] - gp[key]) / np.linalg.norm(gp[key])
+    assert err <= tol, (key, err)
+
+
+@pytest.mark.skipif(not _has_torch(), reason="PyTorch is an optional benchmark dependency")
+def test_torch_peer_check_agrees_and_can_fail(monkeypatch):
+  import torch_peer
+  s = gpu_bench.setting_of("mnist_n170", tiny=True)
+  check = gpu_bench.check_torch_peer(s, "cpu")
+  assert check["checked"] and check["passed"], check
+  peer = torch_peer.exprnn_loss_and_grads
+
+  def shifted(params, *args, **kwargs):  # a peer whose modReLU bias is off by 1e-6
+    return peer(dict(params, bias=params["bias"] + 1e-6), *args, **kwargs)
+
+  monkeypatch.setattr(torch_peer, "exprnn_loss_and_grads", shifted)
+  assert not gpu_bench.check_torch_peer(s, "cpu")["passed"]
+
+
+def test_wheel_commands_pin_every_package(tmp_path):
+  cmds = gpu_kit.wheel_commands(str(tmp_path))
+  pins = [c[-1] for c in cmds]
+  assert pins == [f"{n}=={v}" for n, v in gpu_kit.WHEELS.items()]
+  for cmd in cmds:
+    name = cmd[-1].split("==")[0]
+    assert ("wheel" in cmd) == (name in gpu_kit.SOURCE_ONLY)
+    if name not in gpu_kit.SOURCE_ONLY:
+      assert "--only-binary=:all:" in cmd and cmd[cmd.index("--python-version") + 1] == "3.12"
+
+
+def test_copy_data_takes_the_rows_files_and_names_a_missing_folder(tmp_path):
+  src = tmp_path / "data"
+  for folder, files in (("ptb", ("ptb.char.train.txt", "ptb.train.txt", "README.md")),
+                        ("mnist", ("train-images-idx3-ubyte.gz", "README.md"))):
+    (src / folder).mkdir(parents=True)
+    for f in files:
+      (src / folder / f).write_text(f)
+  copied = gpu_kit.copy_data(str(src), str(tmp_path / "kit"))
+  assert sorted(copied) == ["mnist/README.md", "mnist/train-images-idx3-ubyte.gz",
+                            "ptb/README.md", "ptb/ptb.char.train.txt"]
+  (src / "mnist" / "train-images-idx3-ubyte.gz").unlink()
+  with pytest.raises(FileNotFoundError, match=r"mnist/\*\.gz"):
+    gpu_kit.copy_data(str(src), str(tmp_path / "kit2"))
+
+
+def test_lanes_stop_running_jobs_at_the_deadline(tmp_path, monkeypatch):
+  monkeypatch.setattr(gpu_kit, "job_command",
+                      lambda *a: [sys.executable, "-c", "import time; time.sleep(60)"])
+  jobs = [gpu_kit.Job("t", f"r{i}") for i in range(3)]
+  done = gpu_kit.run_lanes(jobs, 2, gpu_kit.Clock(4.0), str(tmp_path), dict(os.environ),
+                           dry_run=True, margin=2.0, min_job_s=0, log=lambda m: None)
+  assert [d["job"]["row"] for d in done] == ["r0", "r1"]  # r2 never started
+  assert all(d["rc"] == -15 and d["seconds"] < 10 for d in done)
+
+
+def test_merge_keeps_the_run_with_more_steps(tmp_path):
+  def make(root, steps):
+    d = root / "runs" / "lvf-t1" / "ptb-lvf" / "seed0"
+    d.mkdir(parents=True)
+    (d / "result.json").write_text(json.dumps({"steps": steps}))
+    return d
+
+  make(tmp_path / "back", 100)
+  make(tmp_path / "here", 262)
+  assert gpu_kit.merge_runs(str(tmp_path / "back"), str(tmp_path / "here" / "runs")) == []
+  make(tmp_path / "back2", 13100)
+  merged = gpu_kit.merge_runs(str(tmp_path / "back2"), str(tmp_path / "here" / "runs"))
+  assert merged == [("lvf-t1", "ptb-lvf")]
+  result = tmp_path / "here" / "runs" / "lvf-t1" / "ptb-lvf" / "seed0" / "result.json"
+  assert json.loads(result.read_text())["steps"] == 13100
+
+
+def test_dry_run_then_collect(tmp_path):
+  out = tmp_path / "out"
+  summary = gpu_kit.run(str(out), 300, lanes=1, benchmark_budget=0.5, dry_run=True,
+                        sync_every=1, margin=5, kit=str(tmp_path / "kit"),
+                        jobs=(gpu_kit.Job("lvf-t4", "copy-rnn"),))
+  assert summary["benchmark_rc"] == 0
+  assert [j["rc"] for j in summary["jobs"]] == [0]
+  assert sorted(os.listdir(out)) == ["gpu.json", "kit.log", "kit.tar.gz"]
+  docs = tmp_path / "docs"
+  result = gpu_kit.collect(str(out), runs=str(tmp_path / "runs"), pages=str(tmp_path / "pages"),
+                           docs=str(docs), log=lambda m: None)
+  assert result["merged"] == [("lvf-t4", "copy-rnn")] and result["benchmark"]
+  assert (tmp_path / "runs" / "lvf-t4" / "copy-rnn" / "seed0" / "result.json").exists()
+  # a dry run's smoke record never enters the archive of results
+  archive = json.loads((tmp_path / "pages" / "results" / "lvf-t4.json").read_text())
+  assert "copy-rnn" not in archive["rows"]
+  assert (docs / "results" / "gpu.json").exists()
+  assert "Tiny settings" in (docs / "GPU.md").read_text()
