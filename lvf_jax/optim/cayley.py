@@ -178,7 +178,8 @@ def _cayley_update(fn: str, inner, rho, neumann_args, updates, state, params, ex
   leaves = [_cayley_leaf(w, a, inv, gather(u), d, ref, neumann_args, force)
             for w, a, inv, u, d, ref in zip(w_leaves, a_leaves, inv_leaves,
                                             treedef.flatten_up_to(steps), diags, w_shard)]
-  fields = [treedef.unflatten(list(f)) for f in zip(*leaves)]
+  width = 3 if neumann_args is None else 6  # the fields of _cayley_leaf, for any leaf count
+  fields = [treedef.unflatten([leaf[i] for leaf in leaves]) for i in range(width)]
   updates, skew, inverse = fields[:3]
   count = optax.safe_increment(state.count)
   if neumann_args is None:
