@@ -182,6 +182,7 @@ def _t3_rows(preset, name, jsb, muse):
               seeds=3 if preset == "lvf" else 1, note=_note("jsb", preset)),
           Row(id=f"musedata-{preset}", task="MuseData", model=name, paper={"test_loss": muse},
               config=f"musedata.py:{preset}", paper_params="~350k", steps=MUSE_STEPS,
+              seeds=3 if preset == "lvf" else 1,
               run_steps=None if preset in MUSE_FULL else MUSE_RUN,
               note=_note("musedata", preset, "; ".join(
                   [MUSE_AVERAGE] + ([] if preset in MUSE_FULL else [MUSE_NOTE])))))
