@@ -6,8 +6,7 @@ and concatenates their recurrent kernels once per sequence. :class:`LSTMCell` an
 :class:`GRUCell` compute exactly Flax's ``nn.OptimizedLSTMCell`` / ``nn.LSTMCell`` and
 ``nn.GRUCell`` with the **same parameter tree** (names, shapes, initialisers; tested), so
 variables move freely between them and Flax's cells; run through Flax's own cells in the
-layer's fallback, the input projections stay inside the loop, one small product per step
-(docs/RESULTS.md, 'Cells in the library layer vs the floor and vs flax nn.RNN').
+layer's fallback, the input projections stay inside the loop, one small product per step.
 """
 
 from __future__ import annotations

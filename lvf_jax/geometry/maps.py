@@ -76,8 +76,7 @@ def expm_taylor(a: Array, *, max_squarings: int = 16) -> Array:
   narrow for that: there the 1-norm count is used). With leading batch axes ``s`` is taken
   from the largest ``alpha_3``. Everything is an XLA matmul, so on CPU it runs on XLA's
   own thread pool, while the LU / triangular solves of ``jax.scipy.linalg.expm`` go to the
-  OpenBLAS that ships with SciPy, whose worker threads contend with XLA's
-  (docs/RESULTS.md, 'Performance notes').
+  OpenBLAS that ships with SciPy, whose worker threads contend with XLA's.
 
   Reverse mode keeps ``O(1)`` matrices for the squarings whatever ``s`` and
   ``max_squarings`` (:func:`_square_repeatedly`: the ``s`` squarings run in a loop whose
@@ -106,9 +105,7 @@ def expm_taylor(a: Array, *, max_squarings: int = 16) -> Array:
 
 @functools.partial(jax.jit, static_argnums=(1,))
 def _expm_taylor(a: Array, max_squarings: int) -> Array:
-  # Jitted so that eager calls reuse one compilation per shape and dtype (when the
-  # squarings were switch branches, new closures on every trace, a loop of a few hundred
-  # eager calls recompiled them each time and ran out of memory for LLVM's code).
+  # Jitted so that eager calls reuse one compilation per shape and dtype.
   s, x, x2, x3, x4 = _scaled_powers(a, max_squarings)
   eye = eye_like(a)
   c = _TAYLOR
@@ -169,11 +166,8 @@ def _square_repeatedly(m: Array, s: Array) -> Array:
   ``G`` of ``F(M) = M^(2^s)`` pulls back to ``E_s``, where ``Y_0 = M^T``, ``E_0 = G`` and
   ``(Y_{k+1}, E_{k+1}) = (Y_k^2, Y_k E_k + E_k Y_k)`` -- a forward recursion, so nothing
   of the forward loop is stored (3 products per squaring instead of 2 with stored
-  squares). Differentiating the unrolled branches of a ``lax.switch`` instead kept a
-  matrix for every possible squaring (``max_squarings`` of them, zero-filled when unused):
-  at n = 512 the expRNN training step's temporary buffer grew past glibc's 32 MiB mmap
-  threshold and every call faulted its pages in afresh (docs/RESULTS.md, 'Performance
-  notes').
+  squares), and no matrix is kept for a squaring that does not happen (the unrolled
+  branches of a ``lax.switch`` would keep ``max_squarings`` of them).
   """
   return jax.lax.fori_loop(0, s, lambda _, x: x @ x, m)
 
@@ -202,8 +196,7 @@ def _inverse(m: Array) -> Array:
 
   Reverse mode then costs two matrix products (``-X^T G X^T``) instead of the transposed
   triangular solves plus a product of ``jnp.linalg.solve``'s rule (the products run on
-  XLA's threads, the solves on LAPACK): fwd+bwd of the n = 512 Cayley map 24.2 -> 16.7 ms
-  (docs/RESULTS.md, 'Performance notes').
+  XLA's threads, the solves on LAPACK).
   """
   return jnp.linalg.solve(m, eye_like(m))
 

@@ -200,11 +200,11 @@ class Recurrent(nn.Module):
       per step inside the loop, the weight gradient still one large product after it:
       saves writing and re-reading the ``(T, B, n)`` projected sequence, a gain when the
       input width ``d`` is much smaller than ``n``) or ``'auto'`` (in the loop when
-      ``IN_LOOP_RATIO * d <= n``, ``n`` the state width (the carry's last axis), measured
-      in ``benchmarks/input_projection.py``). The
-      loop form covers the cells of :func:`lvf_jax.recurrences.rnn_scan` (``KernelCell``
-      subclasses, tanh RNNs) and the LSTM, GRU, GORU and NC-GRU; for the AntisymmetricRNN
-      cells, Flax's own cells and with ``fused=False``, ``'auto'`` hoists and ``'in_loop'``
+      ``IN_LOOP_RATIO * d <= n``, ``n`` the state width (the carry's last axis);
+      ``benchmarks/input_projection.py`` measures the two forms). The loop form covers the
+      cells of :func:`lvf_jax.recurrences.rnn_scan` (``KernelCell`` subclasses, tanh RNNs)
+      and the LSTM, GRU, GORU and NC-GRU; for the AntisymmetricRNN cells, Flax's own cells
+      and with ``fused=False``, ``'auto'`` hoists and ``'in_loop'``
       raises ``ValueError``. Same outputs and gradients (tested).
   """
 

@@ -207,8 +207,8 @@ def shard_batch_like(tree: Any, x: Array) -> Any:
 
 def dot_rows(a: Array, w: Array) -> Array:
   """``a @ w`` over every leading axis of ``a`` as ONE 2-D ``(T B, d) x (d, k)`` product
-  (XLA:CPU ran the 3-D ``dot_general`` and its transpose 2.5-4.5x slower, with layout copies
-  of the whole sequence); in place under explicit sharding."""
+  (no layout copies of the whole sequence, which a 3-D ``dot_general`` and its transpose
+  can need on XLA:CPU); in place under explicit sharding."""
   if explicitly_sharded(a):
     return jnp.einsum("...d,dk->...k", a, w)
   return jnp.dot(a.reshape((-1, a.shape[-1])), w).reshape(a.shape[:-1] + (w.shape[-1],))

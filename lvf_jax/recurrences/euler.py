@@ -185,8 +185,8 @@ def gated_euler_scan(kernel: Array, u: Array, h0: Array, *, epsilon: float,
     kernel: ``(n, n)``.
     u: the pair ``(x_t V_h + b_h, x_t V_z + b_z)`` of time-major ``(T, *batch, n)``
       arrays (what :meth:`~lvf_jax.cells.GatedAntisymmetricRNNCell.project_inputs`
-      returns), or one ``(T, *batch, 2 n)`` array ``[u_h | u_z]`` (split here: a copy of
-      the sequence, measured slower than projecting the halves separately).
+      returns), or one ``(T, *batch, 2 n)`` array ``[u_h | u_z]`` (split here, which
+      copies the sequence; projecting the halves separately avoids that copy).
     h0: ``(*batch, n)``.
     epsilon, reverse, unroll, mask, seq_lengths: as in :func:`euler_scan` (both
       activations are written over the two projected inputs).

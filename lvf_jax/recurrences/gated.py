@@ -30,11 +30,9 @@ biases, ``u_t`` the projected input with the input biases):
 Inputs as separate arrays: ``gru_scan`` and ``ncgru_scan`` take ``u`` as three ``(T, B, n)``
 arrays (the GRU, GORU and NC-GRU cells project into three arrays; one ``(T, B, 3n)`` array
 is split before the loop) and keep their residuals as separate stacked arrays.
-A step that reads ``u_t`` from one ``(T, B, 3n)`` array and splits it fuses the dynamic
-slice and the column slices into its elementwise fusion; on XLA:CPU that forward loop took
-1.7-2.4 times as long as one reading three arrays (docs/RESULTS.md, 'Performance
-notes'). The LSTM adds ``u_t`` to the whole pre-activation
-before its split and measured no gain from the same change, so it keeps one array.
+Reading three arrays keeps the dynamic slice of each step out of the elementwise fusion
+that a split of one ``(T, B, 3n)`` array would join. The LSTM adds ``u_t`` to the whole
+pre-activation before its split, so it keeps one array.
 
 In-loop input projection: all three scans also take the raw input ``x`` as ``u`` with
 ``input_kernel=W`` (and ``input_bias=b``) and form ``u_t = x_t W + b`` inside the forward
