@@ -378,9 +378,10 @@ def compiled(entries: dict) -> tuple[dict, dict]:
 
 
 def run(settings, precisions, *, tiny: bool, budget_s: float, repeats: int, variants=None,
-        log=print) -> dict:
+        log=print, on_record=None) -> dict:
   """Measures every setting at every precision within about ``budget_s`` seconds of timing
-  (compilation not included); returns the record of the run."""
+  (compilation not included); returns the record of the run, which ``on_record`` (if given)
+  also receives after every setting, so that a run cut short keeps what it measured."""
   import jax
   backend = jax.default_backend()
   device = torch_device() if backend == "gpu" else "cpu"
@@ -390,18 +391,21 @@ def run(settings, precisions, *, tiny: bool, budget_s: float, repeats: int, vari
     with precision_context(p):
       peaks[p] = measure_peaks(tiny, backend)
   share = budget_s / max(len(settings) * len(precisions), 1)
-  results = []
+  torch = _torch()
+  record = {"measured": measured_on(), "commit": commit(), "backend": backend,
+            "device": jax.devices()[0].device_kind,
+            "torch": getattr(torch, "__version__", None), "torch_device": device,
+            "command": "python " + " ".join(sys.argv), "tiny": tiny, "peaks": peaks,
+            "launch_bound_factor": LAUNCH_BOUND, "results": []}
   for name in settings:
     for p in precisions:
       r = measure_setting(name, p, tiny=tiny, budget_s=share, repeats=repeats,
                           backend=backend, device=device, peaks=peaks, variants=variants)
       log(summary_line(r))
-      results.append(r)
-  torch = _torch()
-  return {"measured": measured_on(), "commit": commit(), "backend": backend,
-          "device": jax.devices()[0].device_kind, "torch": getattr(torch, "__version__", None),
-          "torch_device": device, "command": "python " + " ".join(sys.argv), "tiny": tiny,
-          "peaks": peaks, "launch_bound_factor": LAUNCH_BOUND, "results": results}
+      record["results"].append(r)
+      if on_record is not None:
+        on_record(record)
+  return record
 
 
 def commit() -> Optional[str]:
@@ -497,6 +501,14 @@ def page(record: dict) -> str:
   return "\n".join(parts)
 
 
+def _write(path: str, text: str) -> None:
+  """Writes ``text`` to ``path`` through a temporary file (a reader never sees half)."""
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  with open(path + ".tmp", "w") as f:
+    f.write(text)
+  os.replace(path + ".tmp", path)
+
+
 def main(argv=None) -> int:
   p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   p.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
@@ -510,15 +522,17 @@ def main(argv=None) -> int:
   p.add_argument("--json", default=None, help="write the record (JSON) here")
   p.add_argument("--out", default=None, help="write the markdown table here")
   args = p.parse_args(argv)
+  def save(record):
+    if args.json:
+      _write(args.json, json.dumps(record, indent=1) + "\n")
+
   record = run(args.settings, args.precisions, tiny=args.tiny, budget_s=args.budget,
-               repeats=args.repeats, variants=args.variants)
+               repeats=args.repeats, variants=args.variants, on_record=save)
   md = table(record)
   print(md)
-  for path, text in ((args.json, json.dumps(record, indent=1)), (args.out, md)):
-    if path:
-      os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-      with open(path, "w") as f:
-        f.write(text + "\n")
+  save(record)
+  if args.out:
+    _write(args.out, md)
   failed = [r["setting"] for r in record["results"]
             if r["torch_check"] and r["torch_check"].get("checked")
             and not r["torch_check"]["passed"]]

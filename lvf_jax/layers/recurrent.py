@@ -29,18 +29,12 @@ from flax import linen as nn
 from flax.linen.recurrent import flip_sequences
 
 from lvf_jax import recurrences
+from lvf_jax.cells.base import cast_tree
 
 
 Array = jax.Array
 Carry = Any
 StepFn = Callable[[Any, Carry, Array], tuple[Carry, Array]]
-
-
-def _cast_tree(tree: Any, dtype: Any) -> Any:
-  def cast(x):
-    x = jnp.asarray(x)
-    return x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x
-  return jax.tree_util.tree_map(cast, tree)
 
 
 def _fallback_dtype(cell: Any, input_dtype: Any) -> Any:
@@ -289,7 +283,7 @@ class Recurrent(nn.Module):
       weights = None
     prep = self.cell.prepare(dtype=dtype, **options)
     run = self._runner(scan, reverse, checkpoint_whole=segment is None)
-    carry = _cast_tree(carry, dtype)
+    carry = cast_tree(carry, dtype)
     try:
       if segment is None:
         return run(prep, carry, u, weights, mask)
@@ -334,7 +328,7 @@ class Recurrent(nn.Module):
         _fallback_body
     scan = nn.scan(body, variable_broadcast="params", split_rngs={"params": False},
                    in_axes=0, out_axes=0, reverse=reverse, unroll=self.unroll)
-    return scan(self.cell, _cast_tree(carry, dtype), (x_tm.astype(dtype), mask))
+    return scan(self.cell, cast_tree(carry, dtype), (x_tm.astype(dtype), mask))
 
   def _in_loop_scan(self, x_tm: Array, carry: Carry, options: dict):
     """``(scan, (W, b))`` when ``input_projection`` puts ``x_t W`` inside the fused loop for
