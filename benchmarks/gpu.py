@@ -307,6 +307,16 @@ def check_torch_peer(s: dict, device: str) -> dict:
           "passed": all(v <= tol for v in diffs.values())}
 
 
+def _checked(s: dict, device: str) -> dict:
+  """:func:`check_torch_peer`, with an error recorded as a failed check instead of ending
+  the run (the remaining settings still get measured)."""
+  try:
+    return check_torch_peer(s, device)
+  except Exception as e:  # pylint: disable=broad-except
+    return {"checked": True, "passed": False, "error": f"{type(e).__name__}: {e}"[:300],
+            "tolerance": 0.0, "relative_differences": {}}
+
+
 @contextlib.contextmanager
 def _torch_precision(torch, precision: str):
   if torch is None:
@@ -342,7 +352,7 @@ def measure_setting(name: str, precision: str, *, tiny: bool, budget_s: float,
   with precision_context(precision):
     entries, losses = jax_variants(s, wanted, backend)
     entries.update(torch_variants(s, wanted, device))
-    check = check_torch_peer(s, device) if "torch_loop" in entries else None
+    check = _checked(s, device) if "torch_loop" in entries else None
     entries, failed = compiled(entries)
     timed = time_interleaved(entries, repeats, warmup=2, budget_s=budget_s, pause_s=0.0,
                              label=f"[{name} {precision}] ")
@@ -470,6 +480,9 @@ def check_lines(record: dict) -> list[str]:
     where = f"{label(r)}, {r['precision']}"
     if not c["checked"]:
       lines.append(f"- {where}: not checked ({c['why']})")
+      continue
+    if "error" in c:
+      lines.append(f"- {where}: **the check failed to run** ({c['error']})")
       continue
     worst = max(c["relative_differences"].items(), key=lambda kv: kv[1])
     lines.append(f"- {where}: {'agrees' if c['passed'] else '**disagrees**'} (largest "
