@@ -257,7 +257,11 @@ def run_lanes(jobs, lanes: int, clock: Clock, work: str, env: dict, *, dry_run: 
         proc.send_signal(signal.SIGTERM)
       log(f"deadline: SIGTERM to {len(running)} running jobs")
       for proc, (job, t0, logf) in list(running.items()):
-        proc.wait(timeout=max(margin / 2, 5))
+        try:
+          proc.wait(timeout=max(margin / 2, 5))
+        except subprocess.TimeoutExpired:  # it did not stop at its step: ended here
+          proc.kill()
+          proc.wait()
         logf.close()
         done.append({"job": dataclasses.asdict(job), "rc": proc.returncode,
                      "seconds": round(time.monotonic() - t0, 1)})

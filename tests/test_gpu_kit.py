@@ -174,3 +174,13 @@ def test_dry_run_then_collect(tmp_path):
   assert "copy-rnn" not in archive["rows"]
   assert (docs / "results" / "gpu.json").exists()
   assert "Tiny settings" in (docs / "GPU.md").read_text()
+
+
+def test_lanes_kill_a_job_that_ignores_the_stop(tmp_path, monkeypatch):
+  stubborn = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+              "time.sleep(60)")
+  monkeypatch.setattr(gpu_kit, "job_command", lambda *a: [sys.executable, "-c", stubborn])
+  done = gpu_kit.run_lanes([gpu_kit.Job("t", "r0")], 1, gpu_kit.Clock(3.0), str(tmp_path),
+                           dict(os.environ), dry_run=True, margin=2.0, min_job_s=0,
+                           log=lambda m: None)
+  assert [d["rc"] for d in done] == [-9] and done[0]["seconds"] < 20
