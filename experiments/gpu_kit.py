@@ -39,6 +39,8 @@ import threading
 import time
 from typing import Optional
 
+from experiments.reproduce import runner
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KIT = os.path.join(ROOT, ".gpu_kit")
 
@@ -125,15 +127,9 @@ def prepare(kit: str, data_dir: str, fetch: bool = True) -> None:
       subprocess.run(cmd, check=True)
   copied = copy_data(data_dir, os.path.join(kit, "data"))
   with open(os.path.join(kit, "commit.txt"), "w") as f:
-    f.write(_git_describe() + "\n")
+    f.write(runner.git_commit() + "\n")
   print(f"gpu_kit: {len(os.listdir(wheels))} wheels, {len(copied)} data files in {kit}; "
         f"carry {os.path.relpath(kit, ROOT)!r} to the GPU machine")
-
-
-def _git_describe() -> str:
-  out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                       text=True, cwd=ROOT, check=False)
-  return out.stdout.strip() or "unknown"
 
 
 # -------------------------------------------------------------------------- run
