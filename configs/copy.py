@@ -29,52 +29,86 @@ Hyperparameters from the papers' tables:
 Override anything from the command line, e.g. ``--config.task.options.T=1000``.
 """
 
-from lvf_jax.train.config import make_config, select
+from lvf_jax.train.presets import preset_config
 
-T = 200
+TASK = "copy"
+OPTIONS = dict(T=200)  # Arjovsky et al. 2016; lvfRNN Table 4
+TRAIN = dict(steps=10000, batch_size=50)  # NC-GRU Sec. 4.4: batch 50
 
 PRESETS = {
-    "lvf": dict(hidden=128, cell=dict(integrator="midpoint", tau=15.0, activation="modrelu",
-                                      div_penalty=10.0),
+    # lvfRNN Table 5, Copy(200), its divergence unconstrained; four deviations (above)
+    "lvf": dict(hidden=128,
+                cell=dict(integrator="midpoint", tau=15.0, activation="modrelu", div_penalty=10.0),
                 optim=dict(optimizer="adam", learning_rate=1e-3, lr_vector_field=1e-5,
-                           clip_norm=1.0, lr_schedule="cosine", total_steps=10000)),
+                           clip_norm=1.0, lr_schedule="cosine")),
+    # Sec. 4.3's hard constraint div V = 0: the orthogonal special case
     "lvf_divfree": dict(model="lvf", hidden=128,
                         cell=dict(integrator="midpoint", tau=15.0, activation="modrelu",
                                   divergence_free=True),
                         optim=dict(optimizer="adam", learning_rate=3e-4, lr_vector_field=3e-4),
-                        steps=20000),
-    "lvf_literal": dict(model="lvf", hidden=128, cell=dict(integrator="midpoint", tau=15.0,
-                                              activation="modrelu"),
+                        train=dict(steps=20000)),
+    # lvfRNN Table 5, Copy(200), as printed
+    "lvf_literal": dict(model="lvf", hidden=128,
+                        cell=dict(integrator="midpoint", tau=15.0, activation="modrelu"),
                         optim=dict(optimizer="adam", learning_rate=1e-4, lr_vector_field=1e-4)),
-    "exprnn": dict(hidden=128, cell=dict(orthogonal_init="henaff"),
-                   optim=dict(optimizer="rmsprop", learning_rate=1e-3, lr_orth=1e-4)),
-    "nnrnn": dict(hidden=128, cell=dict(orthogonal_init="henaff", delta=1e-4, t_decay=1e-6),
-                  optim=dict(optimizer="rmsprop", learning_rate=5e-4, lr_orth=1e-6)),
-    "lstm": dict(hidden=128, optim=dict(optimizer="rmsprop", learning_rate=5e-4)),
-    "rnn_orth": dict(hidden=128, optim=dict(optimizer="rmsprop", learning_rate=2e-4)),
-    "rnn": dict(hidden=128, optim=dict(optimizer="rmsprop", learning_rate=1e-3,
-                                       rmsprop_decay=0.9)),
-    "scornn": dict(hidden=190, cell=dict(rho=95),
+    # nnRNN Table 2 (batch 10, RMSprop); expRNN n 128, lr 1e-3, lr_orth 1e-4
+    "exprnn": dict(hidden=128,
+                   cell=dict(orthogonal_init="henaff"),
+                   optim=dict(optimizer="rmsprop", learning_rate=1e-3, lr_orth=1e-4),
+                   train=dict(batch_size=10)),
+    # nnRNN Table 2 (batch 10, RMSprop)
+    "nnrnn": dict(hidden=128,
+                  cell=dict(orthogonal_init="henaff", delta=1e-4, t_decay=1e-6),
+                  optim=dict(optimizer="rmsprop", learning_rate=5e-4, lr_orth=1e-6),
+                  train=dict(batch_size=10)),
+    # nnRNN Table 2 (batch 10, RMSprop)
+    "lstm": dict(hidden=128,
+                 optim=dict(optimizer="rmsprop", learning_rate=5e-4),
+                 train=dict(batch_size=10)),
+    # nnRNN Table 2 (batch 10, RMSprop)
+    "rnn_orth": dict(hidden=128,
+                     optim=dict(optimizer="rmsprop", learning_rate=2e-4),
+                     train=dict(batch_size=10)),
+    # nnRNN Table 2 (batch 10, RMSprop)
+    "rnn": dict(hidden=128,
+                optim=dict(optimizer="rmsprop", learning_rate=1e-3, rmsprop_decay=0.9),
+                train=dict(batch_size=10)),
+    # NC-GRU Sec. 4.4: n 190, rho 95, Adam 1e-3, A at 1e-4
+    "scornn": dict(hidden=190,
+                   cell=dict(rho=95),
                    optim=dict(optimizer="adam", learning_rate=1e-3, lr_orth=1e-4)),
-    "ncgru": dict(hidden=96, cell=dict(rho=80, orthogonal_param="matrix", orthogonal_reset=False),
+    # NC-GRU Sec. 4.4: n 96, rho 80, Neumann resets every 20
+    "ncgru": dict(hidden=96,
+                  cell=dict(rho=80, orthogonal_param="matrix", orthogonal_reset=False),
                   optim=dict(optimizer="adam", learning_rate=1e-3, lr_orth=1e-4,
-                             orthogonal_method="neumann_cayley", rho=80, reset_every=20)),
-    "gru": dict(hidden=78, optim=dict(optimizer="adam", learning_rate=1e-3)),
-    "antisymmetric": dict(hidden=128, cell=dict(epsilon=0.1, gamma=0.01),
+                             orthogonal_method="neumann_cayley", reset_every=20)),
+    # NC-GRU Sec. 4.4: n 78
+    "gru": dict(hidden=78,
+                optim=dict(optimizer="adam", learning_rate=1e-3)),
+    # not in the copy tables
+    "antisymmetric": dict(hidden=128,
+                          cell=dict(epsilon=0.1, gamma=0.01),  # AntisymmetricRNN Sec. 5
                           optim=dict(optimizer="adam", learning_rate=1e-3)),
-    "gated_antisymmetric": dict(hidden=128, cell=dict(epsilon=0.1, gamma=0.01),
+    # not in the copy tables
+    "gated_antisymmetric": dict(hidden=128,
+                                cell=dict(epsilon=0.1, gamma=0.01),  # AntisymmetricRNN Sec. 5
                                 optim=dict(optimizer="adam", learning_rate=1e-3)),
-    "urnn": dict(hidden=128, optim=dict(optimizer="rmsprop", learning_rate=1e-3)),
-    "eurnn": dict(hidden=128, cell=dict(capacity=2),
+    # lvfRNN Table 4: n 128; RMSprop 1e-3 (uRNN paper)
+    "urnn": dict(hidden=128,
+                 optim=dict(optimizer="rmsprop", learning_rate=1e-3)),
+    # lvfRNN Table 4: n 128; RMSprop 1e-3
+    "eurnn": dict(hidden=128,
+                  cell=dict(capacity=2),  # EUNN capacity 2
                   optim=dict(optimizer="rmsprop", learning_rate=1e-3)),
-    "fcurnn": dict(hidden=128, optim=dict(optimizer="rmsprop", learning_rate=1e-3,
-                                          rmsprop_decay=0.9, lr_orth=1e-3)),
-    "goru": dict(hidden=100, optim=dict(optimizer="adam", learning_rate=1e-3)),
+    # lvfRNN Table 4: n 128; the full-capacity uRNN reference's memory task
+    "fcurnn": dict(hidden=128,
+                   optim=dict(optimizer="rmsprop", learning_rate=1e-3, rmsprop_decay=0.9,
+                              lr_orth=1e-3)),
+    # NC-GRU Sec. 4.4: n 100
+    "goru": dict(hidden=100,
+                 optim=dict(optimizer="adam", learning_rate=1e-3)),
 }
 
 
 def get_config(model: str = "exprnn"):
-  p = select(PRESETS, model, "configs/copy.py")
-  batch = 10 if model in ("exprnn", "nnrnn", "lstm", "rnn_orth", "rnn") else 50
-  return make_config("copy", {"T": T}, p.get("model", model), p["hidden"], cell=p.get("cell"),
-                     optim=p["optim"], train=dict(steps=p.get("steps", 10000), batch_size=batch))
+  return preset_config(TASK, model, PRESETS, options=OPTIONS, train=TRAIN)

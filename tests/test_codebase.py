@@ -61,3 +61,27 @@ def test_no_function_spans_more_than_60_lines():
 def test_the_span_counts_from_the_first_statement_after_the_docstring():
   tree = ast.parse('def f():\n  """Doc\n  string."""\n  a = 1\n\n  return a\n')
   assert _span(tree.body[0]) == 3
+
+
+def _config_files():
+  return sorted(p for p in glob.glob(os.path.join(ROOT, "configs", "*.py"))
+                if not os.path.basename(p).startswith("_"))
+
+
+def test_configs_are_flat_files_without_runpy_or_preset_factories():
+  for path in _config_files():
+    tree = ast.parse(open(path).read())
+    name = os.path.relpath(path, ROOT)
+    imported = {a.name.split(".")[0] for n in ast.walk(tree)
+                if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    assert "runpy" not in imported, name
+    assert "default_preset" not in imported, name
+    functions = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert functions == ["get_config"], (name, functions)
+    presets = [n.value for n in tree.body if isinstance(n, ast.Assign)
+               and [getattr(t, "id", None) for t in n.targets] == ["PRESETS"]]
+    if presets:  # a dict literal of dict(...) calls: every preset written out in the file
+      assert isinstance(presets[0], ast.Dict), name
+      for key, value in zip(presets[0].keys, presets[0].values):
+        assert isinstance(key, ast.Constant), name
+        assert isinstance(value, ast.Call) and value.func.id == "dict", (name, key.value)

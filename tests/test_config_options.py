@@ -136,3 +136,29 @@ def test_the_configs_readme_lists_every_option_of_every_cell_and_of_the_optimize
       assert f"`{key}`" in line, (name, key)
   for key in optim.DEFAULTS:
     assert f"`{key}`" in text, key
+
+
+def test_a_preset_states_rho_once_and_the_optimizer_takes_the_cells():
+  c = config_lib.make_config("copy", {"T": 10}, "ncgru", 16, cell=dict(rho=5),
+                             optim=dict(orthogonal_method="neumann_cayley"))
+  assert c.optim.rho == c.model.cell.rho == 5
+  for method in ("trivialization", "multiplicative"):  # no D: rho stays at its default
+    c = config_lib.make_config("copy", {"T": 10}, "ncgru", 16, cell=dict(rho=5),
+                               optim=dict(orthogonal_method=method))
+    assert c.optim.rho == optim.DEFAULTS["rho"]
+
+
+def test_an_optimizer_rho_other_than_the_cells_is_an_error():
+  c = config_lib.make_config("copy", {"T": 10}, "ncgru", 16, cell=dict(rho=5),
+                             optim=dict(orthogonal_method="neumann_cayley"))
+  c.model.cell.rho = 6  # as --config.model.cell.rho=6 would, after the preset filled optim.rho
+  with pytest.raises(ValueError, match=r"'optim.rho' \(5\) must equal 'model.cell.rho' \(6\)"):
+    train.build_optimizer(c)
+  c.optim.rho = 6
+  train.build_optimizer(c)
+
+
+def test_default_preset_is_deprecated():
+  from lvf_jax.train import presets
+  with pytest.warns(DeprecationWarning, match="default_preset is deprecated"):
+    assert presets.default_preset("scornn", 40)["cell"] == {"rho": 4}

@@ -56,6 +56,27 @@ def build_model(config, pipeline):
 
 _TRAIN_ONLY_OPTIM_FIELDS = ("dtriv_every", "dtriv_orthonormalize_every")
 
+#: Orthogonal updates whose ``D`` has ``rho`` entries -1 (scoRNN; NC-GRU Alg. 1): the cell's.
+RHO_METHODS = ("neumann_cayley", "scornn")
+
+
+def optim_with_cell_rho(optim: dict, cell: dict) -> dict:
+  """``optim`` with ``rho`` taken from ``cell`` where its orthogonal update needs one and
+  ``optim`` does not give it, so that a preset states ``rho`` once."""
+  optim = dict(optim or {})
+  rho = (cell or {}).get("rho")
+  if optim.get("orthogonal_method") in RHO_METHODS and "rho" not in optim and rho is not None:
+    optim["rho"] = rho
+  return optim
+
+
+def _check_rho(config, fields: dict) -> None:
+  method, rho = fields.get("orthogonal_method"), config.model.cell.get("rho")
+  if method in RHO_METHODS and rho is not None and fields.get("rho") != rho:
+    raise ValueError(
+        f"config: 'optim.rho' ({fields.get('rho')!r}) must equal 'model.cell.rho' ({rho!r}): "
+        f"the {method} update's D is the cell's.")
+
 
 def optimizer_fields(config) -> dict[str, Any]:
   """``config.optim`` without the fields the training loop handles itself (dtriv)."""
@@ -65,6 +86,7 @@ def optimizer_fields(config) -> dict[str, Any]:
 def build_optimizer(config) -> optax.GradientTransformationExtraArgs:
   """``lvf_jax.optim.make_optimizer`` of ``config.optim`` (``total_steps`` filled in)."""
   fields = optimizer_fields(config)
+  _check_rho(config, fields)
   if fields.get("lr_schedule") == "cosine" and not fields.get("total_steps"):
     fields["total_steps"] = int(config.train.steps)
   return optim.make_optimizer(fields)

@@ -196,7 +196,7 @@ def make_config(task: str, task_options: dict, model: str, hidden: Any, *, cell:
   c.model.input_dropout = input_dropout
   c.model.output_dropout = output_dropout  # None: the rate of ``dropout``
   c.model.cell = cell_config(model, cell)
-  c.optim = optim_config(optim)
+  c.optim = optim_config(builders.optim_with_cell_rho(optim, cell))
   for key, value in (train or {}).items():
     c.train[key] = value
   return c

@@ -29,7 +29,7 @@ not in ``data_dir`` where a public source exists; ``lvf-jax --download``); ``max
 ``max_eval_examples`` (``max_train_tokens`` / ``max_eval_tokens`` for PTB) use only the
 beginning of a split, for smoke tests and quick runs. An unknown option raises ``ValueError``
 listing the valid ones. ``configs/<dataset>.py`` build their configs with
-:func:`lvf_jax.train.presets.dataset_config` and :func:`lvf_jax.train.presets.default_preset`.
+:func:`lvf_jax.train.presets.dataset_config`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
-"""Preset helpers of the dataset configs (``configs/<dataset>.py``).
+"""Turning a config file's presets (``configs/<task>.py``) into full configs.
 
-:func:`default_preset` gives a model its papers' defaults where a table is silent;
-:func:`dataset_config` turns a config file's presets into a full config.
+Every preset is written out in its file; :func:`preset_config` (a synthetic task) and
+:func:`dataset_config` (a dataset: adds the ``download`` option) select one by name and fill in
+every other field at its default (:func:`lvf_jax.train.config.make_config`).
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import ml_collections
@@ -13,7 +15,8 @@ import ml_collections
 from lvf_jax import cells as cells_lib
 from lvf_jax.train.config import make_config, select
 
-__all__ = ["MODELS", "TABLE_MODELS", "UNITARY_MODELS", "dataset_config", "default_preset"]
+__all__ = ["MODELS", "TABLE_MODELS", "UNITARY_MODELS", "dataset_config", "default_preset",
+           "preset_config"]
 
 
 #: The unitary baselines of the lvfRNN paper's Tables 1-4, configured for the datasets of those
@@ -38,6 +41,8 @@ def default_preset(model: str, hidden: Any, *, optimizer: str = "adam",
                    learning_rate: float = 1e-3, **optim) -> dict:
   """A preset for ``model`` where the papers are silent: the cell's paper defaults.
 
+  Deprecated: the shipped configs write every preset out; this helper goes in the next release.
+
   lvf: tanh, explicit Euler, tau 1 (lvfRNN Table 5's most common row); exprnn / nnrnn: Cayley
   init, orthogonal learning rate ``lr / 10`` (expRNN); scornn / ncgru: ``rho = n // 10``
   (-1 entries of ``D``); ncgru: ``U_c`` stored as a matrix and trained by the Neumann-Cayley
@@ -48,6 +53,8 @@ def default_preset(model: str, hidden: Any, *, optimizer: str = "adam",
   multiplicative Cayley step (Vorontsov et al. 2017's geodesic update) at ``lr / 10``; kru:
   complex ``2 x 2`` factors (Jose et al. 2018's smallest), soft unitary penalty 1e-4.
   """
+  warnings.warn("lvf_jax.train.presets.default_preset is deprecated: write the preset out "
+                "(see configs/)", DeprecationWarning, stacklevel=2)
   n = min(hidden) if isinstance(hidden, (list, tuple)) else hidden
   opt = dict(optimizer=optimizer, learning_rate=learning_rate, **optim)
   cell: dict = {}
@@ -80,27 +87,30 @@ def default_preset(model: str, hidden: Any, *, optimizer: str = "adam",
 
 
 def dataset_config(dataset: str, model: str, presets: dict, *, options: dict, train: dict):
-  """The config of ``model`` on ``dataset`` from a config file's ``presets``.
+  """:func:`preset_config` for a dataset: its options also hold ``download`` (False)."""
+  return preset_config(dataset, model, presets, options={"download": False, **options},
+                       train=train)
+
+
+def preset_config(task: str, model: str, presets: dict, *, options: dict, train: dict):
+  """The config of the preset ``model`` of ``configs/<task>.py``.
 
   ``presets[model]`` holds ``hidden`` (an int, or one size per layer), and optionally
   ``model`` (the cell's name when the preset's name is another, e.g. ``'lvf_literal'``),
   ``num_layers``, ``dropout``, ``input_dropout``, ``output_dropout``, ``cell``, ``optim``,
-  ``train`` (overriding ``train``) and
-  ``options`` (overriding ``options``); every dataset config also has the option
-  ``download`` (False). Options whose value is None become typed placeholders, so every
-  option can be set from the command line.
+  ``train`` (updating ``train``) and ``options`` (updating ``options``). Options whose value
+  is None become typed placeholders, so every option can be set from the command line.
   """
-  p = select(presets, model, f"configs/{dataset}.py")
+  p = select(presets, model, f"configs/{task}.py")
   hidden = p["hidden"]
   layered = isinstance(hidden, (list, tuple))
-  num_layers = len(hidden) if layered else int(p.get("num_layers", 1))
-  opts = {"download": False, **options, **p.get("options", {})}
   opts = {k: (ml_collections.config_dict.placeholder(_OPTION_TYPES.get(k, int))
-              if v is None else v) for k, v in opts.items()}
-  c = make_config(dataset, opts, p.get("model", model), hidden[0] if layered else hidden,
-                  cell=p.get("cell"),
-                  optim=p.get("optim"), train={**train, **p.get("train", {})},
-                  num_layers=num_layers, dropout=float(p.get("dropout", 0.0)),
+              if v is None else v) for k, v in {**options, **p.get("options", {})}.items()}
+  c = make_config(task, opts, p.get("model", model), hidden[0] if layered else hidden,
+                  cell=p.get("cell"), optim=p.get("optim"),
+                  train={**train, **p.get("train", {})},
+                  num_layers=len(hidden) if layered else int(p.get("num_layers", 1)),
+                  dropout=float(p.get("dropout", 0.0)),
                   input_dropout=float(p.get("input_dropout", 0.0)),
                   output_dropout=p.get("output_dropout"))
   if layered:  # one hidden size per layer (ConfigDict fields keep their type: replace it)
