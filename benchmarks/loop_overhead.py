@@ -49,7 +49,7 @@ def demo_config(steps: int, with_eval: bool):
 def bare_seconds(steps: int) -> float:
   c = demo_config(steps, False)
   pipeline = builders.build_pipeline(c)
-  model = builders.build_model(c, pipeline)
+  model = builders.build_model(c, pipeline.model_head())
   tx = builders.build_optimizer(c)
   state = loop.initial_state(c, model, pipeline, tx)
   step = jax.jit(loop.guard_train_step(loop.make_train_step(model, pipeline, tx)))

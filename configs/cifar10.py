@@ -12,9 +12,9 @@ table's 42k parameters). Every other model gets the hidden size matching the par
 the 256-unit AntisymmetricRNN (36,234 effective parameters, ``hidden_for_budget``; 60,042
 for the noise-padded inputs of ``configs/cifar10_noise.py``).
 
-CIFAR-10 must be prepared in the TFDS directory (``lvf_jax.data.prepare('cifar10')`` with the
-``cifar-10-binary.tar.gz`` archive in ``$LVF_JAX_DATA_DIR/cifar10``), or use TFDS's built-in
-copy with ``--config.task.options.source=tfds``.
+CIFAR-10 must be prepared in the TFDS directory (``lvf_jax.data.download_and_prepare('cifar10')``
+with the ``cifar-10-binary.tar.gz`` archive in ``$LVF_JAX_DATA_DIR/cifar10``), or use TFDS's
+built-in copy with ``--config.task.options.source=tfds``.
 """
 
 from lvf_jax.train.presets import dataset_config

@@ -85,3 +85,14 @@ def test_configs_are_flat_files_without_runpy_or_preset_factories():
       for key, value in zip(presets[0].keys, presets[0].values):
         assert isinstance(key, ast.Constant), name
         assert isinstance(value, ast.Call) and value.func.id == "dict", (name, key.value)
+
+
+def test_no_two_modules_differ_only_by_a_plural():
+  stems = collections.defaultdict(list)
+  for path in glob.glob(os.path.join(ROOT, "lvf_jax", "**", "*.py"), recursive=True):
+    name = os.path.basename(path)[:-3]
+    if name != "__init__":
+      stems[name.rstrip("s")].append(os.path.relpath(path, ROOT))
+  clashes = {k: v for k, v in stems.items()
+             if len({os.path.basename(p) for p in v}) > 1}
+  assert not clashes, clashes

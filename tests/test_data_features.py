@@ -102,7 +102,7 @@ def test_music_nll_on_hand_made_roll(x64):
   # Two pieces: a C-major chord held then released (4 steps), and a 3-step melody.
   piece_a = readers.notes_to_roll([(60, 64, 67), (60, 64, 67), (62,), ()])
   piece_b = readers.notes_to_roll([(72,), (74,), (76,)])
-  transform = data.pipeline._next_step_transform("roll", 88, 1, np.float64)
+  transform = data.datasets._next_step_transform("roll", 88, 1, np.float64)
   batch = transform([{"roll": piece_a}, {"roll": piece_b}], np.arange(2))
   assert batch["lengths"].tolist() == [3, 2]
   np.testing.assert_array_equal(batch["targets"][0, :3], piece_a[1:])
@@ -129,7 +129,7 @@ def test_music_nll_per_sequence_on_hand_made_rolls(x64):
   pieces = [readers.notes_to_roll([(60, 64, 67), (60, 64, 67), (62,), ()]),
             readers.notes_to_roll([(72,), (74,), (76,)]),
             readers.notes_to_roll([(50,), (52, 55)])]
-  transform = data.pipeline._next_step_transform("roll", 88, 1, np.float64)
+  transform = data.datasets._next_step_transform("roll", 88, 1, np.float64)
   batch = transform([{"roll": r} for r in pieces], np.arange(3))
   logits = np.random.default_rng(1).normal(size=batch["targets"].shape)
   logits[1, 2:] = 1e3  # padding contributes nothing

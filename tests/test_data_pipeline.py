@@ -338,7 +338,7 @@ def test_cifar10_builder_on_fake_binary_archive(tmp_path):
   (raw / "cifar10").mkdir(parents=True)
   truth = _fake_cifar_archive(raw / "cifar10" / "cifar-10-binary.tar.gz")
   with pytest.raises(paths.CorruptDataError, match=readers.CIFAR10_FILE[1]):
-    data.prepare("cifar10", data_dir=raw, tfds_dir=tmp_path / "tfds")
+    data.download_and_prepare("cifar10", data_dir=raw, tfds_dir=tmp_path / "tfds")
   assert not (tmp_path / "tfds" / "lvf_cifar10" / "1.0.0").exists()
   ds = data.load("cifar10", "test", data_dir=raw, tfds_dir=tmp_path / "tfds",
                  verify_checksums=False)
@@ -386,17 +386,17 @@ def test_processes_preparing_a_dataset_together_both_read_it(tmp_path):
 def test_load_of_an_unprepared_dataset_builds_its_builder_twice(tmp_path, monkeypatch):
   """Once to find it unprepared, once more under the lock (another process may have
   prepared it meanwhile); the prepared dataset is then read with one builder."""
-  from lvf_jax.data import pipeline  # pylint: disable=import-outside-toplevel
+  from lvf_jax.data import datasets  # pylint: disable=import-outside-toplevel
   (tmp_path / "raw" / "cifar10").mkdir(parents=True)
   _fake_cifar_archive(tmp_path / "raw" / "cifar10" / "cifar-10-binary.tar.gz")
   calls = []
-  real = pipeline.builder
+  real = datasets.builder
 
   def counting(*args, **kwargs):
     calls.append(args)
     return real(*args, **kwargs)
 
-  monkeypatch.setattr(pipeline, "builder", counting)
+  monkeypatch.setattr(datasets, "builder", counting)
   kw = dict(data_dir=tmp_path / "raw", tfds_dir=tmp_path / "tfds", verify_checksums=False)
   assert len(data.load("cifar10", "test", **kw)) == 3
   assert len(calls) == 2
@@ -536,7 +536,7 @@ def test_download_path_is_verified(tmp_path, monkeypatch):
   raw = tmp_path / "raw"
   raw.mkdir()
   with pytest.raises(paths.MissingDataError):  # offline and download not allowed
-    data.prepare("jsb", data_dir=raw, tfds_dir=tmp_path / "tfds")
+    data.download_and_prepare("jsb", data_dir=raw, tfds_dir=tmp_path / "tfds")
   assert calls == []
   ds = data.load("jsb", "test", data_dir=raw, tfds_dir=tmp_path / "tfds", download=True)
   assert calls == [readers.MUSIC_MAT_URL + "JSB_Chorales.mat"] and len(ds) == 77
@@ -546,7 +546,7 @@ def test_download_path_is_verified(tmp_path, monkeypatch):
 
   monkeypatch.setattr(tfds.download.DownloadManager, "download", bad_download)
   with pytest.raises(paths.CorruptDataError, match=readers.MUSIC_MAT["musedata"][1]):
-    data.prepare("musedata", data_dir=raw, tfds_dir=tmp_path / "tfds", download=True)
+    data.download_and_prepare("musedata", data_dir=raw, tfds_dir=tmp_path / "tfds", download=True)
 
 
 @_needs("ptb")

@@ -114,7 +114,7 @@ def test_every_row_config_validates_and_builds(table_id, tfds_dir, monkeypatch):
       continue
     harness.shrink_data(c)  # validation reads whole splits; model and optimiser unchanged
     pipeline = config_lib.validate_config(c)
-    model = pipeline.build_model(c)
+    model = builders.build_model(c, pipeline.model_head())
     variables = builders.abstract_variables(model, pipeline)
     assert variables["params"], row.id
 

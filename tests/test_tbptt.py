@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lvf_jax import tasks, train
-from lvf_jax.train import builders, pipeline as pipeline_lib
+from lvf_jax.train import builders, task_pipeline
 
 from test_train import _final_state, tiny
 
@@ -39,7 +39,7 @@ def test_chunks_rebuild_the_sequences_and_reset_at_their_start():
 def test_the_carried_state_continues_the_whole_sequence_forward_pass():
   c = _config(model="lvf", tbptt=7)
   p = builders.build_pipeline(c)
-  model = p.build_model(c)
+  model = builders.build_model(c, p.model_head())
   batch = p.task.sample(jax.random.key(0), 4)
   variables = model.init(jax.random.key(1), batch.inputs)
   whole = model.apply(variables, batch.inputs)
@@ -116,4 +116,4 @@ def test_loss_on_steps_averages_the_given_steps():
       batch.inputs[:, s], batch.targets[:, s], batch.mask[:, s])))
       for s in (slice(0, 14), slice(14, 28))]
   np.testing.assert_allclose(np.mean(halves), whole, rtol=1e-6)  # equal halves, unit mask
-  assert isinstance(pipeline_lib.ChunkBatch(*batch, jnp.asarray(True)).reset, jax.Array)
+  assert isinstance(task_pipeline.ChunkBatch(*batch, jnp.asarray(True)).reset, jax.Array)

@@ -55,7 +55,7 @@ def test_loss_decreases_on_copy_for_an_orthogonal_model(tmp_path):
 
 def _final_state(c, workdir):
   pipeline = builders.build_pipeline(c)
-  model = builders.build_model(c, pipeline)
+  model = builders.build_model(c, pipeline.model_head())
   tx = builders.build_optimizer(c)
   state = loop.initial_state(c, model, pipeline, tx)
   ck = checkpoints.Checkpointer(os.path.join(workdir, "checkpoints"))

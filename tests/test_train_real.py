@@ -1,4 +1,4 @@
-"""Training on the real datasets (lvf_jax.train.pipelines + configs/<dataset>.py), offline.
+"""Training on the real datasets (lvf_jax.train.dataset_pipelines + configs/<dataset>.py), offline.
 
 Every dataset trains end to end from its config at toy size; the truncated-BPTT state is
 really carried across batches (and reset at epoch starts); evaluation averages are weighted by
@@ -25,7 +25,7 @@ import tensorflow_datasets as tfds
 from lvf_jax import data
 from lvf_jax import train
 from lvf_jax.data import paths
-from lvf_jax.train import builders, checkpoints, loop, pipelines, presets
+from lvf_jax.train import builders, checkpoints, dataset_pipelines, loop, presets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RAW = paths.raw_data_dir()
@@ -288,7 +288,7 @@ def _evaluated(dataset, model_name, tfds_dir, split):
   initial parameters, evaluated by the training loop's own evaluation on ``split``."""
   c = toy(dataset, model_name, tfds_dir)
   p = builders.build_pipeline(c)
-  model = p.build_model(c)
+  model = builders.build_model(c, p.model_head())
   variables = builders.init_variables(model, p, jax.random.PRNGKey(3))
   state = loop.TrainState(step=0, params=variables["params"], opt_state=None, extras={},
                           carry=None, data_key=None, dropout_key=None)
@@ -327,7 +327,7 @@ def test_music_eval_reports_the_mean_over_sequences_of_whole_sequences(tfds_dir)
   c = toy("jsb", "rnn", tfds_dir, max_len=None)  # whole validation pieces: lengths differ
   c.train.eval_batch_size = 3  # 5 sequences: the last batch holds a padded example row
   p = builders.build_pipeline(c)
-  model = p.build_model(c)
+  model = builders.build_model(c, p.model_head())
   variables = builders.init_variables(model, p, jax.random.PRNGKey(4))
   got = loop.evaluate(jax.jit(loop.make_eval_step(model, p)), p, variables["params"], {},
                       "validation")
@@ -375,7 +375,7 @@ def ptb_setup(tfds_dir):
     pytest.skip(f"shared data 'ptb' not found under {RAW}")
   c = toy("ptb_char", "lstm", tfds_dir)
   p = builders.build_pipeline(c)
-  model = p.build_model(c)
+  model = builders.build_model(c, p.model_head())
   tx = builders.build_optimizer(c)
   return c, p, model, tx
 
@@ -463,7 +463,7 @@ def test_metric_definitions_by_hand(ptb_setup):
   logp = lg - np.log(np.exp(lg).sum(-1, keepdims=True))
   nll = -np.take_along_axis(logp, targets[..., None], -1)[..., 0]
   assert got == pytest.approx((nll * masks).sum() / 4, rel=1e-5)
-  word = pipelines.LanguageModelPipeline.summarize(
+  word = dataset_pipelines.LanguageModelPipeline.summarize(
       type("P", (), {"name": "ptb_word"})(), {"loss": 2.0})
   assert word["perplexity"] == pytest.approx(math.exp(2.0))
 
@@ -474,7 +474,7 @@ def test_metric_definitions_by_hand(ptb_setup):
 
 def _final_state(c, workdir):
   p = builders.build_pipeline(c)
-  model = p.build_model(c)
+  model = builders.build_model(c, p.model_head())
   tx = builders.build_optimizer(c)
   state = loop.initial_state(c, model, p, tx)
   ck = checkpoints.Checkpointer(os.path.join(str(workdir), "checkpoints"))
@@ -511,7 +511,7 @@ def test_frame_weighted_training_nll_weighs_every_training_frame_alike(tfds_dir)
   c = toy("jsb", "rnn", tfds_dir, max_len=None, max_train_examples=4, train_nll="frame_weighted")
   c.train.batch_size = 1
   p = builders.build_pipeline(c)
-  model = p.build_model(c)
+  model = builders.build_model(c, p.model_head())
   variables = builders.init_variables(model, p, jax.random.PRNGKey(2))
   weighted, per_frame, total, frames = [], [], 0.0, 0
   for step in range(4):  # one epoch: every training piece once

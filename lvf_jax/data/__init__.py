@@ -20,6 +20,9 @@ Example::
     break  # reset the state when chunk.reset, otherwise carry it over
 """
 
+import importlib
+import warnings
+
 from lvf_jax.data.features import (HOP, N_FFT, NUM_BINS, SAMPLE_RATE, decimate_2x, hann,
                                    log_magnitude, stft, waveform_to_features)
 from lvf_jax.data.metrics import (bits_per_character, masked_cross_entropy, masked_mse,
@@ -27,18 +30,35 @@ from lvf_jax.data.metrics import (bits_per_character, masked_cross_entropy, mask
                                   music_nll_per_sequence, perplexity)
 from lvf_jax.data.paths import (DATA_DIR_ENV, TFDS_DIR_ENV, CorruptDataError, DataError,
                                 MissingDataError, raw_data_dir, tfds_data_dir)
-from lvf_jax.data.pipeline import (DATASETS, PERMUTATION_SEED, Dataset, TBPTTBatch, TokenStream,
-                                   batch_order, batches, builder, cifar_noise, holdout_split,
-                                   load, mnist_permutation, num_batches, prefetch, prepare,
-                                   tbptt_batches, tbptt_layout)
+from lvf_jax.data.datasets import (DATASETS, PERMUTATION_SEED, Dataset, TBPTTBatch, TokenStream,
+                                   batch_order, batches, builder, cifar_noise,
+                                   download_and_prepare, holdout_split, load, mnist_permutation,
+                                   num_batches, prefetch, tbptt_batches, tbptt_layout)
 
 __all__ = [
     "DATASETS", "DATA_DIR_ENV", "TFDS_DIR_ENV", "PERMUTATION_SEED", "HOP", "N_FFT", "NUM_BINS",
     "SAMPLE_RATE", "CorruptDataError", "DataError", "MissingDataError", "Dataset",
     "TBPTTBatch", "TokenStream", "batch_order", "batches", "bits_per_character", "builder",
-    "cifar_noise", "decimate_2x", "hann", "holdout_split", "load", "log_magnitude",
+    "cifar_noise", "decimate_2x", "download_and_prepare", "hann", "holdout_split", "load",
+    "log_magnitude",
     "masked_cross_entropy", "masked_mse", "mnist_permutation", "music_nll",
     "music_nll_from_probs", "music_nll_per_sequence", "num_batches", "perplexity", "prefetch",
-    "prepare", "raw_data_dir", "stft", "tbptt_batches", "tbptt_layout", "tfds_data_dir",
+    "raw_data_dir", "stft", "tbptt_batches", "tbptt_layout", "tfds_data_dir",
     "waveform_to_features",
 ]
+
+#: Names renamed after 0.1.0, reachable under their old names (with a DeprecationWarning) for
+#: one release: the modules ``pipeline`` and ``builders``, and ``prepare``.
+_RENAMED_MODULES = {"pipeline": "datasets", "builders": "tfds_builders"}
+_RENAMED = {"prepare": "download_and_prepare"}
+
+
+def __getattr__(name: str):
+  if name in _RENAMED_MODULES or name in _RENAMED:
+    new = _RENAMED_MODULES.get(name) or _RENAMED[name]
+    warnings.warn(f"{__name__}.{name} is deprecated: use {__name__}.{new}", DeprecationWarning,
+                  stacklevel=2)
+    if name in _RENAMED_MODULES:
+      return importlib.import_module(f"{__name__}.{new}")
+    return globals()[new]
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

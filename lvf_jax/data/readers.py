@@ -1,7 +1,7 @@
 """Raw-file readers for the benchmark datasets (NumPy and the standard library only).
 
 These read the standard distribution files directly. The TFDS builders in
-:mod:`lvf_jax.data.builders` call them; tests use them to check sizes and statistics without
+:mod:`lvf_jax.data.tfds_builders` call them; tests use them to check sizes and statistics without
 preparing a dataset.
 """
 

@@ -50,7 +50,7 @@ def check_seq_lengths(fn: str, seq_lengths: Any, batch_shape: tuple[int, ...],
   return seq_lengths
 
 
-def prepare(fn: str, kernel, u, h0, bias, mask, seq_lengths, width: int, kernels: int = 1):
+def flatten_batch(fn: str, kernel, u, h0, bias, mask, seq_lengths, width: int, kernels: int = 1):
   """Validates, casts to ``u.dtype`` and flattens the batch axes to one.
 
   Returns ``(kernel, u2, h02, bias, mask2, batch_shape)`` with ``u2: (T, B, width n)``,
@@ -305,25 +305,25 @@ def valid_cotangent(m_t, g):
 # ----------------------------------------------------------- input handling
 
 
-def prepare_parts(fn, kernel, u, h0, bias, mask, seq_lengths, parts: int, kernels: int = 1):
-  """:func:`prepare` for a scan whose ``u`` is one ``(T, *batch, parts n)`` array or
+def flatten_batch_parts(fn, kernel, u, h0, bias, mask, seq_lengths, parts: int, kernels: int = 1):
+  """:func:`flatten_batch` for a scan whose ``u`` is one ``(T, *batch, parts n)`` array or
   ``parts`` arrays ``(T, *batch, n)`` (the gated cells' separately projected inputs);
   returns ``u`` as a tuple of ``parts`` arrays ``(T, B, n)`` (one array is split here: a
   copy of the sequence)."""
   if isinstance(u, (tuple, list)):
     arrays = input_parts(fn, u, parts)
-    kernel, u0, h02, bias, mask2, batch_shape = prepare(fn, kernel, arrays[0], h0, bias, mask,
-                                                         seq_lengths, 1, kernels=kernels)
+    kernel, u0, h02, bias, mask2, batch_shape = flatten_batch(
+        fn, kernel, arrays[0], h0, bias, mask, seq_lengths, 1, kernels=kernels)
     return kernel, tuple(a.reshape(u0.shape) for a in arrays), h02, bias, mask2, batch_shape
-  kernel, u2, h02, bias, mask2, batch_shape = prepare(fn, kernel, u, h0, bias, mask,
-                                                       seq_lengths, parts, kernels=kernels)
+  kernel, u2, h02, bias, mask2, batch_shape = flatten_batch(
+      fn, kernel, u, h0, bias, mask, seq_lengths, parts, kernels=kernels)
   return kernel, tuple(jnp.split(u2, parts, axis=-1)), h02, bias, mask2, batch_shape
 
 
-def prepare_inputs(fn, kernel, u, h0, bias, mask, seq_lengths, width: int, kernels: int = 1,
+def flatten_batch_inputs(fn, kernel, u, h0, bias, mask, seq_lengths, width: int, kernels: int = 1,
                     *, split: bool = False, input_kernel=None, input_bias=None):
-  """:func:`prepare` (or with ``split`` :func:`prepare_parts`) plus the optional in-loop
-  input projection; returns ``(kernel, u2, h02, bias, mask2, batch_shape, w_in, b_in)``.
+  """:func:`flatten_batch` (or with ``split`` :func:`flatten_batch_parts`) plus the optional
+  in-loop input projection; returns ``(kernel, u2, h02, bias, mask2, batch_shape, w_in, b_in)``.
 
   Without ``input_kernel``, ``u`` holds the projected inputs (``width n`` features, or with
   ``split`` a tuple of ``width`` arrays) and ``w_in = b_in = None``. With it, ``u`` is the
@@ -335,15 +335,15 @@ def prepare_inputs(fn, kernel, u, h0, bias, mask, seq_lengths, width: int, kerne
     if input_bias is not None:
       raise ValueError(f"{fn}: argument 'input_bias' needs 'input_kernel'.")
     if split:
-      out = prepare_parts(fn, kernel, u, h0, bias, mask, seq_lengths, width, kernels)
+      out = flatten_batch_parts(fn, kernel, u, h0, bias, mask, seq_lengths, width, kernels)
     else:
-      out = prepare(fn, kernel, u, h0, bias, mask, seq_lengths, width, kernels)
+      out = flatten_batch(fn, kernel, u, h0, bias, mask, seq_lengths, width, kernels)
     return out + (None, None)
   if isinstance(u, (tuple, list)):
     raise ValueError(f"{fn}: with 'input_kernel', argument 'u' must be the raw input array "
                      f"(time, *batch, d); got a sequence of {len(u)} arrays.")
-  kernel, u2, h02, bias, mask2, batch_shape = prepare(fn, kernel, u, h0, bias, mask,
-                                                       seq_lengths, None, kernels)
+  kernel, u2, h02, bias, mask2, batch_shape = flatten_batch(
+      fn, kernel, u, h0, bias, mask, seq_lengths, None, kernels)
   n, d = h02.shape[-1], u2.shape[-1]
   w_in = jnp.asarray(input_kernel)
   if w_in.shape != (d, width * n):

@@ -24,9 +24,9 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 
-from lvf_jax.recurrences._common import (big_matmul_tn, check_unroll, finish, last_carry,
-                                         mask_select, next_index, next_steps,
-                                         prepare_inputs, processing_ends, step_indices,
+from lvf_jax.recurrences._common import (big_matmul_tn, check_unroll, finish,
+                                         flatten_batch_inputs, last_carry, mask_select,
+                                         next_index, next_steps, processing_ends, step_indices,
                                          step_slice, step_update, valid_cotangent)
 
 Array = jax.Array
@@ -145,7 +145,7 @@ def _euler_api(fn, kernel, u, h0, *, epsilon, reverse, unroll, mask, seq_lengths
       or not math.isfinite(float(epsilon)) or float(epsilon) <= 0:
     raise ValueError(f"{fn}: argument 'epsilon' must be a finite number > 0; got {epsilon!r}.")
   # gated: two (T, B, n) arrays for the loop bodies
-  kernel, u2, h02, _, mask2, batch_shape, _, _ = prepare_inputs(
+  kernel, u2, h02, _, mask2, batch_shape, _, _ = flatten_batch_inputs(
       fn, kernel, u, h0, None, mask, seq_lengths, 2 if gated else 1, split=gated)
   h_last, hs = _euler_core(kernel, u2, h02, mask2, float(epsilon), bool(reverse), unroll,
                            gated)

@@ -58,10 +58,10 @@ import jax
 import jax.numpy as jnp
 
 from lvf_jax.recurrences._common import (act_fwd, act_grad_from_output, big_matmul_tn,
-                                         check_unroll, finish, input_cotangents, last_carry,
-                                         loop_reader, mask_select, modrelu_bias_cotangent,
-                                         padded_carry_cotangent, prepare_inputs, prev_states,
-                                         valid_cotangent)
+                                         check_unroll, finish, flatten_batch_inputs,
+                                         input_cotangents, last_carry, loop_reader, mask_select,
+                                         modrelu_bias_cotangent, padded_carry_cotangent,
+                                         prev_states, valid_cotangent)
 
 Array = jax.Array
 
@@ -164,7 +164,7 @@ def lstm_scan(kernel: Array, bias: Array, u: Array, carry: tuple[Array, Array], 
   fn = "lstm_scan"
   unroll = check_unroll(fn, unroll)
   c0, h0 = carry
-  kernel, u2, h02, bias, mask2, batch_shape, w_in, b_in = prepare_inputs(
+  kernel, u2, h02, bias, mask2, batch_shape, w_in, b_in = flatten_batch_inputs(
       fn, kernel, u, h0, bias, mask, seq_lengths, 4, kernels=4, input_kernel=input_kernel,
       input_bias=input_bias)
   c0 = jnp.asarray(c0)
@@ -297,7 +297,7 @@ def gru_scan(kernel: Array, bias: Optional[Array], u: Array, h0: Array, *,
   if candidate not in CANDIDATES:
     raise ValueError(f"{fn}: argument 'candidate' must be one of {list(CANDIDATES)}; got "
                      f"{candidate!r}.")
-  kernel, u3, h02, bias, mask2, batch_shape, w_in, b_in = prepare_inputs(
+  kernel, u3, h02, bias, mask2, batch_shape, w_in, b_in = flatten_batch_inputs(
       fn, kernel, u, h0, bias, mask, seq_lengths, 3, kernels=3, split=True,
       input_kernel=input_kernel, input_bias=input_bias)
   cbias = None
@@ -418,7 +418,7 @@ def ncgru_scan(kernel_ru: Array, kernel_c: Array, bias_c: Array, u: Array, h0: A
   """
   fn = "ncgru_scan"
   unroll = check_unroll(fn, unroll)
-  kernel_ru, u3, h02, _, mask2, batch_shape, w_in, b_in = prepare_inputs(
+  kernel_ru, u3, h02, _, mask2, batch_shape, w_in, b_in = flatten_batch_inputs(
       fn, kernel_ru, u, h0, None, mask, seq_lengths, 3, kernels=2, split=True,
       input_kernel=input_kernel, input_bias=input_bias)
   n = h02.shape[-1]

@@ -18,12 +18,12 @@ import jax.numpy as jnp
 from lvf_jax import _validation
 from lvf_jax.recurrences._common import (act_fwd, act_grad_from_output, big_matmul_tn,
                                          check_unroll, dot_rows,
-                                         explicitly_sharded, finish, last_carry,
-                                         mask_select, modrelu_bias_cotangent,
+                                         explicitly_sharded, finish, flatten_batch_inputs,
+                                         last_carry, mask_select, modrelu_bias_cotangent,
                                          modrelu_split_vjp, next_index, next_steps,
-                                         padded_carry_cotangent, prepare_inputs,
-                                         prev_states, processing_ends, step_indices,
-                                         step_slice, step_update)
+                                         padded_carry_cotangent, prev_states,
+                                         processing_ends, step_indices, step_slice,
+                                         step_update)
 
 Array = jax.Array
 
@@ -237,7 +237,7 @@ def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *
           f"{fn}: with activation='modrelu_split' the kernel acts on [Re h | Im h] (even "
           f"size 2m) and argument 'bias' must have shape (m,); got kernel {tuple(kernel.shape)} "
           f"and bias {split_bias.shape}.")
-  kernel, u2, h02, bias, mask2, batch_shape, w_in, _ = prepare_inputs(
+  kernel, u2, h02, bias, mask2, batch_shape, w_in, _ = flatten_batch_inputs(
       fn, kernel, u, h0, bias, mask, seq_lengths, 1, input_kernel=input_kernel)
   if split_bias is not None:
     bias = split_bias.astype(u2.dtype)

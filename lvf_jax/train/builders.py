@@ -1,4 +1,5 @@
-"""Build the task pipeline, the model and the optimiser from a config."""
+"""Build the task pipeline, the model (:mod:`lvf_jax.train.model_builder`) and the optimiser
+from a config."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import optax
 
 from lvf_jax import optim
 from lvf_jax import tasks as tasks_lib
-from lvf_jax.train import pipeline as pipeline_lib
-from lvf_jax.train.pipeline import Pipeline, SyntheticPipeline
+from lvf_jax.train import model_builder
+from lvf_jax.train import task_pipeline
+from lvf_jax.train.model_builder import build_model
+from lvf_jax.train.task_pipeline import Pipeline, SyntheticPipeline
 
 Array = jax.Array
 
@@ -20,38 +23,33 @@ __all__ = ["abstract_variables", "build_model", "build_optimizer", "build_pipeli
 
 
 def pipeline_names() -> tuple[str, ...]:
-  from lvf_jax.train import pipelines  # on use: the synthetic tasks never load TFDS
-  return tuple(tasks_lib.task_names()) + tuple(pipelines.PIPELINES)
+  from lvf_jax.train import dataset_pipelines  # on use: the synthetic tasks never load TFDS
+  return tuple(tasks_lib.task_names()) + tuple(dataset_pipelines.PIPELINES)
 
 
 def build_pipeline(config) -> Pipeline:
-  """The data pipeline named by ``config.task.name``: a synthetic task or a real dataset."""
-  from lvf_jax.train import pipelines  # on use: the synthetic tasks never load TFDS
+  """The task pipeline named by ``config.task.name``: a synthetic task or a real dataset."""
+  from lvf_jax.train import dataset_pipelines  # on use: the synthetic tasks never load TFDS
   options = dict(config.task.get("options", {}) or {})
   name = config.task.name
   tbptt = config.train.get("tbptt", 0)
-  if name in pipelines.PIPELINES:
+  if name in dataset_pipelines.PIPELINES:
     if tbptt:
       raise ValueError(
           f"config: 'train.tbptt' applies to the synthetic tasks; {name!r} has its own "
           f"truncation where it has one (task.options.bptt of the PTB datasets).")
-    return pipelines.PIPELINES[name](config, **options)
+    return dataset_pipelines.PIPELINES[name](config, **options)
   if name not in tasks_lib.task_names():
     raise ValueError(
         f"config: 'task.name' must be one of {sorted(pipeline_names())}; got {name!r}.")
   task = tasks_lib.get_task(name, **options)
   t = config.train
   sizes = (int(t.batch_size), int(t.get("eval_size", 512)), int(t.get("eval_batch_size", 256)))
-  if pipeline_lib.check_tbptt(tbptt, task.seq_len):
-    return pipeline_lib.TruncatedSyntheticPipeline(
+  if task_pipeline.check_tbptt(tbptt, task.seq_len):
+    return task_pipeline.TruncatedSyntheticPipeline(
         task, *sizes, tbptt=int(tbptt),
-        carries=pipeline_lib.initial_carries(config, int(t.batch_size)))
+        carries=model_builder.initial_carries(config, int(t.batch_size)))
   return SyntheticPipeline(task, *sizes)
-
-
-def build_model(config, pipeline):
-  """The model the pipeline trains (e.g. a per-step predictor for the synthetic tasks)."""
-  return pipeline.build_model(config)
 
 
 _TRAIN_ONLY_OPTIM_FIELDS = ("dtriv_every", "dtriv_orthonormalize_every")

@@ -132,7 +132,7 @@ def validate_config(config: ml_collections.ConfigDict):
                      f"{list(INPUT_PROJECTIONS)}; got {projection!r}.")
   check_int("config", "optim.dtriv_every", _get(config.optim, "dtriv_every", 0) or 0, minimum=0)
   pipeline = builders.build_pipeline(config)  # validates the task name and options
-  model = builders.build_model(config, pipeline)  # validates cell names
+  model = builders.build_model(config, pipeline.model_head())  # validates cell names
   tx = builders.build_optimizer(config)  # validates the optimiser fields
   # Tracing (no compilation) runs every cell's own argument checks (tau, rho, integrator, ...)
   # and the optimiser's checks on the parameter tree (e.g. square orthogonal matrices).

@@ -411,7 +411,8 @@ def _announce(config, pipeline, mesh, n_params, resumed_from, ckpt, rows) -> str
 def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
   """:func:`train_and_evaluate` after validation, inside the mesh's context (if any)."""
   s = TrainSettings.of(config)
-  model, tx = pipeline.build_model(config), builders.build_optimizer(config)
+  model = builders.build_model(config, pipeline.model_head())
+  tx = builders.build_optimizer(config)
   ckpt = checkpoints.Checkpointer(os.path.join(workdir, "checkpoints"), s.keep_checkpoints)
   state, resumed_from = restore_or_init(config, workdir, pipeline, mesh, model, tx, ckpt)
   n_params = models.count_params(state.params)

@@ -77,7 +77,7 @@ def _variables(path: str) -> dict:
 def _load_files(config_path: str, variables_path: str):
   from lvf_jax.train import builders  # pylint: disable=g-import-not-at-top
   c = _read_config(config_path)
-  model = builders.build_pipeline(c).build_model(c)
+  model = builders.build_model(c, builders.build_pipeline(c).model_head())
   return model, _variables(variables_path), c
 
 
@@ -86,7 +86,7 @@ def load(name: str):
 
   ``model.apply(variables, inputs)`` runs it (``inputs`` of shape ``(batch, time,
   features)``; task-specific extras such as sequence lengths as in
-  :mod:`lvf_jax.train.pipelines`).
+  :mod:`lvf_jax.train.dataset_pipelines`).
   """
   return _load_files(os.path.join(_dir(name), CONFIG), os.path.join(_dir(name), VARIABLES))
 
@@ -117,7 +117,7 @@ def _set_fields(c: ml_collections.ConfigDict, overrides: dict) -> None:
 def _evaluate_config(c: ml_collections.ConfigDict, variables: dict, split: str) -> dict:
   from lvf_jax.train import builders, loop  # pylint: disable=g-import-not-at-top
   pipeline = builders.build_pipeline(c)
-  model = pipeline.build_model(c)
+  model = builders.build_model(c, pipeline.model_head())
   eval_step = jax.jit(loop.make_eval_step(model, pipeline))
   params = variables["params"]
   extras = {k: v for k, v in variables.items() if k != "params"}

@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from lvf_jax._validation import fail
-from lvf_jax.data import builders
+from lvf_jax.data import tfds_builders
 from lvf_jax.data import paths
 
 PERMUTATION_SEED = 92916
@@ -34,18 +34,18 @@ _SPLIT_CODES = {"train": 0, "valid": 1, "test": 2}
 
 # name -> (builder class, builder config, kind)
 _REGISTRY = {
-    "mnist": (builders.LvfMnist, None, "mnist"),
-    "pmnist": (builders.LvfMnist, None, "mnist"),
-    "cifar10": (builders.LvfCifar10, None, "cifar"),
-    "cifar10_noise": (builders.LvfCifar10, None, "cifar"),
-    "ptb_char": (builders.LvfPtb, "char", "ptb"),
-    "ptb_word": (builders.LvfPtb, "word", "ptb"),
-    "jsb": (builders.LvfPolyphonic, "jsb", "music"),
-    "musedata": (builders.LvfPolyphonic, "musedata", "music"),
-    "nottingham": (builders.LvfPolyphonic, "nottingham", "music"),
-    "piano_midi": (builders.LvfPolyphonic, "piano_midi", "music"),
-    "fsdd": (builders.LvfFsdd, None, "speech"),
-    "timit": (builders.LvfTimit, None, "speech"),
+    "mnist": (tfds_builders.LvfMnist, None, "mnist"),
+    "pmnist": (tfds_builders.LvfMnist, None, "mnist"),
+    "cifar10": (tfds_builders.LvfCifar10, None, "cifar"),
+    "cifar10_noise": (tfds_builders.LvfCifar10, None, "cifar"),
+    "ptb_char": (tfds_builders.LvfPtb, "char", "ptb"),
+    "ptb_word": (tfds_builders.LvfPtb, "word", "ptb"),
+    "jsb": (tfds_builders.LvfPolyphonic, "jsb", "music"),
+    "musedata": (tfds_builders.LvfPolyphonic, "musedata", "music"),
+    "nottingham": (tfds_builders.LvfPolyphonic, "nottingham", "music"),
+    "piano_midi": (tfds_builders.LvfPolyphonic, "piano_midi", "music"),
+    "fsdd": (tfds_builders.LvfFsdd, None, "speech"),
+    "timit": (tfds_builders.LvfTimit, None, "speech"),
 }
 DATASETS = tuple(_REGISTRY)
 _TFDS_BUILTIN = {"mnist": "mnist", "pmnist": "mnist", "cifar10": "cifar10",
@@ -82,18 +82,20 @@ def builder(name: str, *, data_dir: Optional[paths.PathLike] = None,
   return cls(**kwargs)
 
 
-def prepare(name: str, **kwargs) -> tfds.core.DatasetBuilder:
-  """Prepares dataset ``name`` into the array_record cache (no-op if already there).
+def download_and_prepare(name: str, **kwargs) -> tfds.core.DatasetBuilder:
+  """TFDS's download-and-prepare of dataset ``name`` into the array_record cache (no-op if
+  already there).
 
   Accepts the arguments of :func:`builder`. Raises :class:`~lvf_jax.data.paths.DataError`
   subclasses naming the missing/corrupt file, its checksum and how to obtain it. Processes
   that prepare the same dataset at once (parallel runs on a new machine) take turns: one
   prepares it, the others then read it.
   """
-  return _prepare_once(name, lambda: builder(name, **kwargs), kwargs.get("tfds_dir"))
+  return _download_and_prepare_once(name, lambda: builder(name, **kwargs), kwargs.get("tfds_dir"))
 
 
-def _prepare_once(name: str, make: Callable[[], Any], tfds_dir, first: Any = None) -> Any:
+def _download_and_prepare_once(name: str, make: Callable[[], Any], tfds_dir,
+                               first: Any = None) -> Any:
   """``make()``'s builder, prepared under an exclusive lock on a file in the temporary
   directory, named by the dataset and the TFDS directory (which stays untouched); ``first``:
   a builder ``make()`` returned already (checked before the lock instead of a new one)."""
@@ -105,7 +107,7 @@ def _prepare_once(name: str, make: Callable[[], Any], tfds_dir, first: Any = Non
   with _file_lock(pathlib.Path(tempfile.gettempdir()) / f"lvf_jax-prepare-{key}.lock"):
     b = make()  # another process may have prepared it while this one waited
     if not _is_prepared(b):
-      _download_and_prepare(name, b)
+      _run_download_and_prepare(name, b)
   return b
 
 
@@ -126,7 +128,7 @@ def _file_lock(path: pathlib.Path) -> Iterator[None]:
       fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def _download_and_prepare(name: str, b) -> None:
+def _run_download_and_prepare(name: str, b) -> None:
   """``b.download_and_prepare`` from its raw directory; a raw file without the examples of a
   split raises :class:`~lvf_jax.data.paths.CorruptDataError` (TFDS: an ``AssertionError``)."""
   raw_dir = b._raw_dir  # pylint: disable=protected-access
@@ -390,8 +392,8 @@ def _prepared_builder(name: str, prepare_if_missing: bool, **kwargs):
     if not prepare_if_missing:
       raise paths.MissingDataError(
           f"load: dataset {name!r} is not prepared in {b.data_dir}; call "
-          f"lvf_jax.data.prepare({name!r}) or pass prepare_if_missing=True.")
-    b = _prepare_once(name, make, kwargs.get("tfds_dir"), first=b)
+          f"lvf_jax.data.download_and_prepare({name!r}) or pass prepare_if_missing=True.")
+    b = _download_and_prepare_once(name, make, kwargs.get("tfds_dir"), first=b)
   return b
 
 

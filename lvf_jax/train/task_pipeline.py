@@ -1,27 +1,28 @@
-"""The pipeline protocol of the training loop, the synthetic-task pipeline, and the model
-heads (per-step predictor, last-state classifier) built from ``config.model``.
+"""The task pipeline: the protocol between a task and the training loop, and the pipelines of
+the synthetic tasks (whole sequences, or chunks under truncated BPTT).
 
-Real-data pipelines (:mod:`lvf_jax.train.pipelines`) implement the same protocol.
+A pipeline feeds batches and scores outputs; the model it asks for is described by its
+:meth:`Pipeline.model_head` and built by :mod:`lvf_jax.train.model_builder`. The pipelines of
+the real datasets (:mod:`lvf_jax.train.dataset_pipelines`) implement the same protocol.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 
-from lvf_jax import cells as cells_lib
-from lvf_jax import models
-from lvf_jax import recurrences
 from lvf_jax import tasks as tasks_lib
+from lvf_jax.train import model_builder
+from lvf_jax.train.model_builder import ModelHead
 
 Array = jax.Array
 
 __all__ = ["ChunkBatch", "Pipeline", "SyntheticPipeline", "TruncatedSyntheticPipeline",
-           "apply_model", "build_cells", "check_tbptt", "initial_carries", "last_state_model",
-           "per_step_model", "reset_carry"]
+           "apply_model", "check_tbptt", "reset_carry"]
 
 
 def apply_model(model, variables, inputs, *, deterministic, rngs, mutable, **kwargs):
@@ -43,7 +44,7 @@ class Pipeline:
   """What the training loop needs from a data source (the pipeline protocol).
 
   Subclasses set ``name``, ``input_size``, ``output_size``, ``seq_len`` and implement
-  ``describe``, ``baseline_loss``, ``build_model``, ``eval_batches``, ``loss``, ``metrics``
+  ``describe``, ``baseline_loss``, ``model_head``, ``eval_batches``, ``loss``, ``metrics``
   (``train_loss`` when training minimises another weighting of ``loss``) and either
   ``train_batch`` (jit-able, ``host_fed = False``) or ``host_batch`` (``host_fed = True``).
   Batches must be a pure function of the step (and the seed) so that a resumed run
@@ -51,6 +52,16 @@ class Pipeline:
   """
 
   host_fed: bool = False
+
+  def model_head(self) -> ModelHead:
+    """The output the task asks of the model (:func:`lvf_jax.train.build_model` builds it)."""
+    raise NotImplementedError
+
+  def build_model(self, config):
+    """Deprecated: ``lvf_jax.train.build_model(config, pipeline.model_head())``."""
+    warnings.warn("Pipeline.build_model is deprecated: use lvf_jax.train.build_model(config, "
+                  "pipeline.model_head())", DeprecationWarning, stacklevel=2)
+    return model_builder.build_model(config, self.model_head())
 
   def init_inputs(self) -> Array:
     """An input batch (batch 1) of the right shape and dtype for ``model.init``."""
@@ -140,8 +151,8 @@ class SyntheticPipeline(Pipeline):
     """The batch of optimiser step ``step`` (jit-able; pure in ``(data_key, step)``)."""
     return self.task.sample(jax.random.fold_in(data_key, step), self.batch_size)
 
-  def build_model(self, config):
-    return per_step_model(config, self.output_size)
+  def model_head(self) -> ModelHead:
+    return ModelHead("per_step", self.output_size)
 
   def eval_batches(self, split: str) -> list:
     full = self.task.fixed_split(split, self.eval_size)
@@ -180,7 +191,8 @@ class TruncatedSyntheticPipeline(SyntheticPipeline):
 
   Attributes:
     tbptt: steps per chunk (divides ``seq_len``).
-    carries: zero carries of the stack for ``batch_size`` rows (:func:`initial_carries`).
+    carries: zero carries of the stack for ``batch_size`` rows
+      (:func:`lvf_jax.train.model_builder.initial_carries`).
   """
 
   tbptt: int = 0
@@ -234,12 +246,6 @@ class TruncatedSyntheticPipeline(SyntheticPipeline):
     return {}
 
 
-def initial_carries(config, batch_size: int) -> list:
-  """Zero carries of every layer of ``config.model`` for ``batch_size`` rows (a list)."""
-  return [cell.initialize_carry(jax.random.key(0), (batch_size, 1))
-          for cell in build_cells(config)]
-
-
 def check_tbptt(tbptt: Any, seq_len: int) -> int:
   """``config.train.tbptt`` as an int (0: off); raises ``ValueError`` unless it divides
   ``seq_len``."""
@@ -252,68 +258,3 @@ def check_tbptt(tbptt: Any, seq_len: int) -> int:
     raise ValueError(f"config: 'train.tbptt' ({tbptt}) must divide the task's sequence "
                      f"length {seq_len}; the nearest divisors are {sorted(near)}.")
   return tbptt
-
-
-def build_cells(config) -> list:
-  """One cell per layer from ``config.model`` (name, hidden, cell kwargs)."""
-  m = config.model
-  kwargs = dict(m.get("cell", {}) or {})
-  hidden = m.hidden
-  sizes = list(hidden) if isinstance(hidden, (list, tuple)) else [hidden] * m.num_layers
-  if len(sizes) != m.num_layers:
-    raise ValueError(
-        f"config: 'model.hidden' lists {len(sizes)} sizes but model.num_layers is "
-        f"{m.num_layers}.")
-  if m.name in cells_lib.CELLS:
-    unknown = sorted(set(kwargs) - set(cells_lib.cell_fields(m.name)))
-    if unknown:
-      raise ValueError(
-          f"config: 'model.cell' sets {unknown}, which cell {m.name!r} (model.name) does not "
-          f"take; its options are {sorted(cells_lib.cell_options(m.name))}. To train another "
-          f"model, choose its preset (--config=<file>.py:{m.name}) rather than "
-          f"--config.model.name.")
-  return [cells_lib.make_cell(m.name, int(n), **kwargs) for n in sizes]
-
-
-def segment_length_option(value: Any) -> Any:
-  """``config.model.segment_length`` for ``Recurrent``: ``''`` / ``'0'`` / ``0`` -> None (no
-  segments), ``'auto'``, or an int from ``'k'`` / ``k`` (the command line gives a string)."""
-  if value is None or (isinstance(value, str) and value.strip() in ("", "0")):
-    return None
-  if isinstance(value, str):
-    value = value.strip()
-    if value == "auto":
-      return value
-    if not value.isdigit():
-      raise ValueError(f"config: 'model.segment_length' must be '' (no segments), 'auto' or "
-                       f"a number of steps >= 1; got {value!r}.")
-    value = int(value)
-  return recurrences.check_segment_length("config: model", value, max(int(value), 1))
-
-
-def _layer_options(m) -> dict:
-  """The stack's options of ``config.model`` shared by both heads."""
-  output = m.get("output_dropout", None)
-  return dict(dropout_rate=float(m.get("dropout", 0.0)),
-              input_dropout_rate=float(m.get("input_dropout", 0.0)),
-              output_dropout_rate=None if output is None else float(output),
-              unroll=int(m.get("unroll", 1)),
-              checkpoint=bool(m.get("checkpoint", False)), fused=bool(m.get("fused", True)),
-              input_projection=str(m.get("input_projection", "auto")),
-              segment_length=segment_length_option(m.get("segment_length", "")))
-
-
-def per_step_model(config, num_outputs: int, **kwargs):
-  """A per-step predictor (one output per input step) over a stack of the configured cells."""
-  m = config.model
-  return models.SequencePredictor(
-      cells=build_cells(config), num_outputs=num_outputs,
-      **_layer_options(m), **kwargs)
-
-
-def last_state_model(config, num_outputs: int, **kwargs):
-  """A last-state classifier over a stack of the configured cells."""
-  m = config.model
-  return models.SequenceClassifier(
-      cells=build_cells(config), num_outputs=num_outputs,
-      **_layer_options(m), **kwargs)

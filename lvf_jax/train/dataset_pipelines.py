@@ -1,7 +1,7 @@
 """Training pipelines over the real datasets of :mod:`lvf_jax.data`.
 
 ``PIPELINES`` maps a ``config.task.name`` to a constructor ``(config, **options) ->
-Pipeline`` (see :class:`lvf_jax.train.pipeline_lib.Pipeline`). Every pipeline is host fed: the
+Pipeline`` (see :class:`lvf_jax.train.task_pipeline.Pipeline`). Every pipeline is host fed: the
 batch of optimiser step ``s`` is a pure function of ``(config.train.seed, s)`` -- epoch
 ``s // batches_per_epoch``, batch ``s % batches_per_epoch`` of that epoch's order (read
 directly with ``start_batch``) -- so a run resumed from a checkpoint sees exactly the batches
@@ -46,7 +46,9 @@ import numpy as np
 
 from lvf_jax._validation import check_optional_int, fail
 from lvf_jax import data as data_lib
-from lvf_jax.train import pipeline as pipeline_lib
+from lvf_jax.train import model_builder
+from lvf_jax.train import task_pipeline
+from lvf_jax.train.model_builder import ModelHead
 
 Array = jax.Array
 
@@ -81,7 +83,7 @@ def _take_rows(batch: dict, rows: Optional[slice]) -> dict:
   return {key: v if np.ndim(v) == 0 else v[rows] for key, v in batch.items()}
 
 
-class _HostPipeline(pipeline_lib.Pipeline):
+class _HostPipeline(task_pipeline.Pipeline):
   """Shared plumbing: the config's batch sizes and seed, ``(epoch, batch)`` of a step."""
 
   host_fed = True
@@ -164,8 +166,8 @@ class ClassificationPipeline(_HostPipeline):
   def baseline_loss(self) -> float:
     return math.log(self.output_size)  # uniform prediction: a model that learned nothing
 
-  def build_model(self, config):
-    return pipeline_lib.last_state_model(config, self.output_size)
+  def model_head(self) -> ModelHead:
+    return ModelHead("last_state", self.output_size)
 
   def host_batch(self, step: int, rows: Optional[slice] = None) -> dict:
     epoch, k = self.epoch_and_batch(step)
@@ -183,9 +185,9 @@ class ClassificationPipeline(_HostPipeline):
 
   def forward(self, model, variables, batch, carry, *, deterministic, rngs, mutable):
     del carry
-    logits, mutated = pipeline_lib.apply_model(model, variables, batch["inputs"],
-                                               deterministic=deterministic, rngs=rngs,
-                                               mutable=mutable)
+    logits, mutated = task_pipeline.apply_model(model, variables, batch["inputs"],
+                                                deterministic=deterministic, rngs=rngs,
+                                                mutable=mutable)
     return (logits, None), mutated
 
   def loss(self, outputs: Array, batch) -> Array:
@@ -280,16 +282,16 @@ class LanguageModelPipeline(_HostPipeline):
   def init_inputs(self) -> Array:
     return jnp.zeros((1, self.bptt), jnp.int32)
 
-  def build_model(self, config):
-    return pipeline_lib.per_step_model(config, self.vocab_size, vocab_size=self.vocab_size,
-                                   embed_dim=self.embed_dim)
+  def model_head(self) -> ModelHead:
+    return ModelHead("per_step", self.vocab_size, vocab_size=self.vocab_size,
+                     embed_dim=self.embed_dim)
 
   def initial_carry(self, eval: bool = False):  # noqa: A002 - the loop's keyword
-    return pipeline_lib.initial_carries(self.config,
-                                        self.eval_batch_size if eval else self.batch_size)
+    return model_builder.initial_carries(self.config,
+                                         self.eval_batch_size if eval else self.batch_size)
 
   def carry_for_batch(self, carry, batch):
-    return pipeline_lib.reset_carry(carry, batch["reset"])
+    return task_pipeline.reset_carry(carry, batch["reset"])
 
   @staticmethod
   def _as_batch(chunk: data_lib.TBPTTBatch) -> dict:
@@ -310,7 +312,7 @@ class LanguageModelPipeline(_HostPipeline):
     return (self._as_batch(c) for c in data_lib.tbptt_batches(stream, rows, self.bptt))
 
   def forward(self, model, variables, batch, carry, *, deterministic, rngs, mutable):
-    (logits, carries), mutated = pipeline_lib.apply_model(
+    (logits, carries), mutated = task_pipeline.apply_model(
         model, variables, batch["inputs"], deterministic=deterministic, rngs=rngs,
         mutable=mutable, initial_carries=carry, return_carries=True)
     return (logits, carries), mutated
@@ -469,8 +471,8 @@ class NextStepPipeline(_HostPipeline):
   def init_inputs(self) -> Array:
     return jnp.zeros((1, self.pad_multiple, self.input_size), jnp.float32)
 
-  def build_model(self, config):
-    return pipeline_lib.per_step_model(config, self.output_size)
+  def model_head(self) -> ModelHead:
+    return ModelHead("per_step", self.output_size)
 
   _KEYS = ("inputs", "targets", "mask", "lengths")
 
@@ -493,9 +495,9 @@ class NextStepPipeline(_HostPipeline):
     if self.standardize_inputs:
       mean = jnp.asarray(self.frame_mean)[None, None, :]
       x = (x - mean) / jnp.asarray(self.frame_std)[None, None, :]
-    out, mutated = pipeline_lib.apply_model(model, variables, x, deterministic=deterministic,
-                                            rngs=rngs, mutable=mutable,
-                                            seq_lengths=batch["lengths"])
+    out, mutated = task_pipeline.apply_model(model, variables, x, deterministic=deterministic,
+                                             rngs=rngs, mutable=mutable,
+                                             seq_lengths=batch["lengths"])
     if self.center_targets:
       out = out + jnp.asarray(self.frame_mean, out.dtype)[None, None, :]
     return (out, None), mutated
