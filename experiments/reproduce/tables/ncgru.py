@@ -133,7 +133,8 @@ PTB_CHAR_NOTE = ("The paper trains every model with the AWD-LSTM code at batch 3
                  "batch, BPTT and dropout (`ptb_char.py:ncgru`'s training; lvf_jax drops out "
                  "between the layers and before the head, and has no embedding or weight "
                  "dropout), 1,568 steps an epoch, 50 epochs in the preset")
-# The training of ``ptb_char.py:ncgru`` (its ``train`` and ``options``), set on the baselines' presets.
+# The training of ``ptb_char.py:ncgru`` (its ``train`` and ``options``), set on the baselines'
+# presets.
 PTB_CHAR_TRAINING = {"train.batch_size": 32, "task.options.bptt": 100, "model.dropout": 0.15,
                      "train.eval_every": 1568, "train.checkpoint_every": 1568}
 
