@@ -26,6 +26,10 @@ medians, kept in the records, move by 10-30 % on a shared CPU). Run as a script 
 ``OPENBLAS_NUM_THREADS=1`` unless set::
 
     python benchmarks/flax_idioms.py --n 512 --batch 128 --out table.md --json records.json
+    python benchmarks/flax_idioms.py --page records.json --doc docs/FLAX_IDIOMS.md
+
+``--page`` writes the documentation page from a record alone (:func:`page`): the table and
+every number of its summary.
 """
 
 from __future__ import annotations
@@ -228,6 +232,75 @@ HEADER = ("| cell | state width | nn.RNN ms | prepared ms | Recurrent ms | step 
           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
 
 
+def _cpu_model() -> str:
+  """The CPU's model name (``/proc/cpuinfo``), or the platform's processor string."""
+  import platform  # pylint: disable=import-outside-toplevel
+  try:
+    with open("/proc/cpuinfo") as f:
+      for line in f:
+        if line.startswith("model name"):
+          return line.split(":", 1)[1].strip()
+  except OSError:
+    pass
+  return platform.processor() or platform.machine()
+
+
+INTRO = """# Cells inside Flax's idioms: per step against prepared once
+
+The encoder-decoder of the Flax examples: an `nn.RNN` encoder and an `nn.RNN` decoder whose
+cell is a user's cell that calls ours and adds its own readout, Adam. Forms: `nn.RNN` (the
+plain cells, matrix function at every step), `prepared` (`cell.prepared()`), `Recurrent` (the
+library layer), `step only` (the prepared arrays given as inputs: no matrix function at all);
+`prepare` is one cell's matrix function forward and backward alone, under a loss with an
+unstructured cotangent; `floor` is the tanh RNN at the cell's state width in the `nn.RNN`
+form. Verdict: `prepared <= {slack} x (step only + 2 x prepare)`, each entry's fastest
+iteration (`benchmarks/flax_idioms.py`; record `docs/results/flax_idioms.json`; this page is
+written from it by `python benchmarks/flax_idioms.py --page docs/results/flax_idioms.json
+--doc docs/FLAX_IDIOMS.md`).
+"""
+
+
+def _past(cells: dict, judged: dict) -> str:
+  late = sorted((k for k, j in judged.items() if j and not j["within"]),
+                key=lambda k: -judged[k]["prepared / budget"])
+  return ", ".join(f"{k} {judged[k]['prepared / budget']:.2f}" for k in late) or "none"
+
+
+def summary(cells: dict, slack: float) -> str:
+  """The page's findings, every number read from ``cells`` (the record's per-cell entries)."""
+  judged = {k: {kk: c[kk] for kk in ("within", "prepared / budget") if kk in c}
+            for k, c in cells.items()}
+  judged = {k: j for k, j in judged.items() if "within" in j}
+  medians = {k: verdict(c["median_ms"]) for k, c in cells.items()}
+  medians = {k: j for k, j in medians.items() if j}
+  lines = [f"{sum(j['within'] for j in judged.values())} of the {len(judged)} cells are "
+           f"within {slack}x their budget; past it: {_past(cells, judged)}."]
+  if "exprnn" in cells and "floor" in cells["exprnn"]["ms"]:
+    e = cells["exprnn"]
+    lines.append(f"Per step, the expRNN costs {e['ms']['nn.RNN'] / e['ms']['floor']:.0f}x the "
+                 f"tanh floor; prepared, {e['prepared / budget']:.2f} of its budget.")
+  ratios = [c["prepared / Recurrent"] for c in cells.values() if "prepared / Recurrent" in c]
+  if ratios:
+    lines.append(f"`prepared` takes {min(ratios):.2f}-{max(ratios):.2f} of the time of "
+                 f"`Recurrent` ({sum(r < 1 for r in ratios)} of {len(ratios)} cells faster).")
+  lines.append(f"Read with the medians of the same iterations instead of the minima: "
+               f"{sum(j['within'] for j in medians.values())} of {len(medians)} within; past "
+               f"it: {_past(cells, medians)}.")
+  lines.append("On a shared machine the 10 % threshold is inside the timing noise; "
+               "`tests/test_flax_idioms.py` checks what noise cannot move: no `n x n` product "
+               "is left inside the time loops of the prepared expRNN's training step.")
+  return "\n\n".join(lines)
+
+
+def page(record: dict) -> str:
+  """``docs/FLAX_IDIOMS.md`` from a record of :func:`main` (``--json``) alone."""
+  cells, slack = record["cells"], record["slack"]
+  rows = [_row(k, c["state_width"], c["ms"], c) for k, c in cells.items()]
+  return (INTRO.format(slack=slack) + "\n" + record["meta"] + "\n" +
+          f"CPU: {record.get('cpu', 'not recorded')}.\n\n" + HEADER + "\n" +
+          "\n".join(rows) + "\n\n" + summary(cells, slack) + "\n")
+
+
 def _commit() -> str:
   try:
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -252,7 +325,8 @@ def _write(args, argv, rows: list, records: dict) -> None:
       f.write(meta + HEADER + "\n" + "\n".join(rows) + "\n")
   if args.json:
     with open(args.json, "w") as f:
-      json.dump({"meta": meta.strip(), "slack": SLACK, "cells": records}, f, indent=1)
+      json.dump({"meta": meta.strip(), "cpu": _cpu_model(), "slack": SLACK,
+                 "cells": records}, f, indent=1)
 
 
 def main(argv=None) -> int:
@@ -269,7 +343,13 @@ def main(argv=None) -> int:
   parser.add_argument("--warmup", type=int, default=1)
   parser.add_argument("--out", default=None, help="markdown table")
   parser.add_argument("--json", default=None, help="records: times and verdicts per cell")
+  parser.add_argument("--page", default=None, help="a record (--json) to write --doc from")
+  parser.add_argument("--doc", default=None, help="the documentation page --page writes")
   args = parser.parse_args(argv)
+  if args.page:
+    with open(args.page) as f, open(args.doc, "w") as out:
+      out.write(page(json.load(f)))
+    return 0
   batch = data(args.batch, args.enc_steps, args.dec_steps, args.vocab)
   print(HEADER, flush=True)
   rows, records = [], {}

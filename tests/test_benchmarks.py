@@ -241,3 +241,25 @@ def test_flax_idioms_benchmark_writes_records_and_its_verdict_can_fail(tmp_path)
   ok = flax_idioms.verdict({"prepared": 10.0, "step only": 6.0, "prepare": 2.0})
   late = flax_idioms.verdict({"prepared": 12.0, "step only": 6.0, "prepare": 2.0})
   assert ok["within"] and not late["within"] and late["prepared / budget"] == pytest.approx(1.2)
+  doc = tmp_path / "page.md"
+  assert flax_idioms.main(["--page", str(records), "--doc", str(doc)]) == 0
+  text = doc.read_text()
+  assert "| exprnn | 6 |" in text and data["meta"].splitlines()[0] in text
+  assert f"CPU: {data['cpu']}." in text
+
+
+def test_the_flax_idioms_page_reads_every_number_from_the_record():
+  import flax_idioms
+  ms = lambda prepared: {"nn.RNN": 40.0, "prepared": prepared, "Recurrent": 20.0,  # noqa: E731
+                         "step only": 6.0, "prepare": 2.0, "floor": 5.0}
+  cells = {}
+  for name, prepared, median in (("exprnn", 10.0, 10.0), ("nnrnn", 13.2, 10.5)):
+    cells[name] = {"state_width": 8, "ms": ms(prepared), "median_ms": ms(median),
+                   **flax_idioms.verdict(ms(prepared))}
+  text = flax_idioms.page({"meta": "Measured here", "cpu": "Some CPU", "slack": 1.1,
+                           "cells": cells})
+  assert "1 of the 2 cells are within 1.1x their budget; past it: nnrnn 1.32." in text
+  assert "the expRNN costs 8x the tanh floor; prepared, 1.00 of its budget" in text
+  assert "`prepared` takes 0.50-0.66 of the time of `Recurrent` (2 of 2 cells faster)" in text
+  assert "medians of the same iterations instead of the minima: 2 of 2 within; past it: none" \
+      in text

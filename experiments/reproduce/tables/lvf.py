@@ -13,8 +13,10 @@ CITATION = "Azencot et al. 2021 (arXiv:2102.09589)"
 
 PTB_EPOCH = 262  # truncated-BPTT chunks of one epoch at batch 128, T = 150
 PTB_BUDGET = dict(steps=50 * PTB_EPOCH, blocker="budget: a GPU row (50 epochs at batch 128)")
+PTB_CPU_EPOCHS = 3  # the common reduced budget of the rows `ptb-*-cpu`
 PTB_NOTE = ("a GPU row (`python -m experiments.gpu_kit`); the rows `ptb-*-cpu` run the "
-            "lvfRNN, RNN and expRNN for one epoch on a CPU; a record of fewer steps is partial")
+            f"lvfRNN, RNN and expRNN for {PTB_CPU_EPOCHS} epochs on a CPU; a record of fewer "
+            "steps is partial")
 # the factored EURNN (rotation layers applied each step) trains a PTB-char step in about
 # 2.3 s on one core of the AMD EPYC (6.4 s with its dense W)
 PTB_NOTES = {"eurnn": ("a GPU row: on one CPU core one of the 50 epochs takes about 10 min "
@@ -131,14 +133,15 @@ def _t1_row(preset, name, bpc, acc, hidden):
 
 
 # The lvfRNN, the tanh RNN and the expRNN at one common reduced budget on a CPU: their order
-# compared like for like (each row: the preset of its model's row above, one epoch of 50).
+# compared like for like (each row: the preset of its model's row above, PTB_CPU_EPOCHS of 50).
 T1_EQUAL = tuple(
     Row(id=f"ptb-{preset}-cpu", task="PTB-char T=150", model=name,
         paper={"test_bpc": bpc, "test_accuracy": acc}, config=f"ptb_char.py:{preset}",
         overrides={"model.hidden": 1024} if preset != "lvf" else {},
-        paper_params=f"n={hidden}", steps=50 * PTB_EPOCH, run_steps=PTB_EPOCH,
-        note=("the same budget for the three models of this group (one epoch of the 50, "
-              "262 steps at batch 128), to compare their order like for like"))
+        paper_params=f"n={hidden}", steps=50 * PTB_EPOCH, run_steps=PTB_CPU_EPOCHS * PTB_EPOCH,
+        note=(f"the same budget for the three models of this group ({PTB_CPU_EPOCHS} epochs of "
+              f"the 50, {PTB_CPU_EPOCHS * PTB_EPOCH} steps at batch 128), to compare their "
+              "order like for like"))
     for preset, name, bpc, acc, hidden in _T1 if preset in ("lvf", "rnn", "exprnn"))
 
 # The lvfRNN's full 50 epochs with tau and the vector field's learning rate varied around
