@@ -26,7 +26,7 @@ medians, kept in the records, move by 10-30 % on a shared CPU). Run as a script 
 ``OPENBLAS_NUM_THREADS=1`` unless set::
 
     python benchmarks/flax_idioms.py --n 512 --batch 128 --out table.md --json records.json
-    python benchmarks/flax_idioms.py --page records.json --doc docs/FLAX_IDIOMS.md
+    python benchmarks/flax_idioms.py --page records.json [earlier.json ...] --doc page.md
 
 ``--page`` writes the documentation page from a record alone (:func:`page`): the table and
 every number of its summary.
@@ -254,9 +254,10 @@ library layer), `step only` (the prepared arrays given as inputs: no matrix func
 `prepare` is one cell's matrix function forward and backward alone, under a loss with an
 unstructured cotangent; `floor` is the tanh RNN at the cell's state width in the `nn.RNN`
 form. Verdict: `prepared <= {slack} x (step only + 2 x prepare)`, each entry's fastest
-iteration (`benchmarks/flax_idioms.py`; record `docs/results/flax_idioms.json`; this page is
-written from it by `python benchmarks/flax_idioms.py --page docs/results/flax_idioms.json
---doc docs/FLAX_IDIOMS.md`).
+iteration (`benchmarks/flax_idioms.py`; records `docs/results/flax_idioms*.json`; this page
+is written from them by `python benchmarks/flax_idioms.py --page
+docs/results/flax_idioms.json docs/results/flax_idioms_earlier.json --doc
+docs/FLAX_IDIOMS.md`).
 """
 
 
@@ -292,13 +293,30 @@ def summary(cells: dict, slack: float) -> str:
   return "\n\n".join(lines)
 
 
-def page(record: dict) -> str:
-  """``docs/FLAX_IDIOMS.md`` from a record of :func:`main` (``--json``) alone."""
+def _run_line(record: dict) -> str:
+  """One earlier run of a record: when, at which commit, and its verdicts by the minima."""
+  cells = record["cells"]
+  judged = {k: c for k, c in cells.items() if "within" in c}
+  meta = record["meta"]
+  when = meta.split(" on ")[0]
+  commit = meta.split("commit ")[1].split(",")[0] if "commit " in meta else "unknown"
+  return (f"- {when}, commit {commit}, CPU {record.get('cpu', 'not recorded')}: "
+          f"{sum(c['within'] for c in judged.values())} of {len(judged)} within; past it: "
+          f"{_past(cells, judged)}.")
+
+
+def page(record: dict, earlier: tuple = ()) -> str:
+  """``docs/FLAX_IDIOMS.md`` from a record of :func:`main` (``--json``) alone, with one line
+  for each of the ``earlier`` records of the same benchmark."""
   cells, slack = record["cells"], record["slack"]
   rows = [_row(k, c["state_width"], c["ms"], c) for k, c in cells.items()]
-  return (INTRO.format(slack=slack) + "\n" + record["meta"] + "\n" +
+  text = (INTRO.format(slack=slack) + "\n" + record["meta"] + "\n" +
           f"CPU: {record.get('cpu', 'not recorded')}.\n\n" + HEADER + "\n" +
           "\n".join(rows) + "\n\n" + summary(cells, slack) + "\n")
+  if earlier:
+    text += ("\nThe same benchmark's earlier runs (their records beside this one), by the "
+             "minima:\n\n" + "\n".join(_run_line(r) for r in earlier) + "\n")
+  return text
 
 
 def _commit() -> str:
@@ -343,12 +361,17 @@ def main(argv=None) -> int:
   parser.add_argument("--warmup", type=int, default=1)
   parser.add_argument("--out", default=None, help="markdown table")
   parser.add_argument("--json", default=None, help="records: times and verdicts per cell")
-  parser.add_argument("--page", default=None, help="a record (--json) to write --doc from")
+  parser.add_argument("--page", nargs="+", default=None,
+                      help="a record (--json) to write --doc from, then earlier records")
   parser.add_argument("--doc", default=None, help="the documentation page --page writes")
   args = parser.parse_args(argv)
   if args.page:
-    with open(args.page) as f, open(args.doc, "w") as out:
-      out.write(page(json.load(f)))
+    records = []
+    for path in args.page:
+      with open(path) as f:
+        records.append(json.load(f))
+    with open(args.doc, "w") as out:
+      out.write(page(records[0], tuple(records[1:])))
     return 0
   batch = data(args.batch, args.enc_steps, args.dec_steps, args.vocab)
   print(HEADER, flush=True)

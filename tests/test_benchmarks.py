@@ -263,3 +263,13 @@ def test_the_flax_idioms_page_reads_every_number_from_the_record():
   assert "`prepared` takes 0.50-0.66 of the time of `Recurrent` (2 of 2 cells faster)" in text
   assert "medians of the same iterations instead of the minima: 2 of 2 within; past it: none" \
       in text
+
+
+def test_docs_flax_idioms_page_is_the_page_of_its_records():
+  import flax_idioms
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  results = os.path.join(root, "docs", "results")
+  records = [json.load(open(os.path.join(results, name)))
+             for name in ("flax_idioms.json", "flax_idioms_earlier.json")]
+  with open(os.path.join(root, "docs", "FLAX_IDIOMS.md")) as f:
+    assert f.read() == flax_idioms.page(records[0], tuple(records[1:]))
