@@ -15,6 +15,7 @@ import importlib.util
 import json
 import math
 import os
+import runpy
 
 import jax
 import jax.numpy as jnp
@@ -221,18 +222,34 @@ def test_configs_cover_every_model_and_paper_settings():
     load_config("jsb", "foo")
 
 
+_MUSIC = ("exprnn", "scornn", "ncgru", "antisymmetric", "gated_antisymmetric", "nnrnn", "rnn",
+          "rnn_orth", "lstm", "gru", "urnn", "eurnn", "fcurnn")
+_CIFAR = ("lvf", "exprnn", "scornn", "ncgru", "nnrnn", "rnn", "rnn_orth", "gru")
+# file: (the budget its docstring states, inputs, outputs, head, the models sized to it)
+MATCHED = {
+    **{f: (368338, 88, 88, "predictor", _MUSIC)
+       for f in ("jsb", "musedata", "nottingham", "piano_midi")},
+    "mnist": (16415, 1, 10, "classifier", ("lvf", "ncgru", "gru", "rnn", "rnn_orth")),
+    "cifar10": (36234, 3, 10, "classifier", _CIFAR),
+    "cifar10_noise": (60042, 96, 10, "classifier", _CIFAR),
+    "timit": (200304, 129, 129, "predictor", ("scornn", "ncgru", "antisymmetric",
+                                              "gated_antisymmetric", "nnrnn", "rnn",
+                                              "rnn_orth", "gru", "urnn")),
+}
+
+
 @pytest.mark.slow
-def test_matched_budgets_are_what_hidden_for_budget_gives():
+@pytest.mark.parametrize("name", sorted(MATCHED))
+def test_matched_budgets_are_what_hidden_for_budget_gives(name):
+  """The hidden sizes a flat config writes out for its budget-matched models."""
   from lvf_jax.models import hidden_for_budget
-  spec = importlib.util.spec_from_file_location("cfg_timit", os.path.join(ROOT, "configs",
-                                                                          "timit.py"))
-  mod = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(mod)
-  tables = {"lvf", "lstm", "exprnn", "eurnn", "fcurnn"}  # the sizes of their tables
-  matched = set(mod.PRESETS) - tables
-  assert len(matched) == 9
-  for model in matched:  # the budget of expRNN n 425: 200,304 effective parameters
-    assert hidden_for_budget(model, 200304, 129, 129) == mod.PRESETS[model]["hidden"], model
+  budget, inputs, outputs, head, models = MATCHED[name]
+  presets = runpy.run_path(os.path.join(ROOT, "configs", f"{name}.py"))["PRESETS"]
+  for model in models:
+    cell = {k: v for k, v in presets[model].get("cell", {}).items()
+            if k in ("factored", "capacity")}
+    assert hidden_for_budget(model, budget, inputs, outputs, head=head,
+                             cell_kwargs=cell or None) == presets[model]["hidden"], model
 
 
 @_needs("jsb")
