@@ -22,39 +22,39 @@ ADAM = dict(optimizer="adam", learning_rate=1e-3, lr_orth=1e-3)
 PRESETS = {
     # NC-GRU Sec. 4.3: n 68
     "lstm": dict(hidden=68,
-                 optim=dict(**ADAM)),
+                 optim=ADAM),
     # NC-GRU Sec. 4.3: n 70
     "gru": dict(hidden=70,
-                optim=dict(**ADAM)),
+                optim=ADAM),
     # NC-GRU Sec. 4.3: n 190, rho 95
     "scornn": dict(hidden=190,
                    cell=dict(rho=95),
-                   optim=dict(**ADAM)),
+                   optim=ADAM),
     # NC-GRU Sec. 4.3: n 80, rho 43, exact inverse every 50
     "ncgru": dict(hidden=80,
                   cell=dict(rho=43, orthogonal_param="matrix", orthogonal_reset=False),
                   optim=dict(orthogonal_method="neumann_cayley", reset_every=50, **ADAM)),
     "lvf": dict(hidden=128,
                 cell=dict(integrator="midpoint", tau=1.0, activation="tanh"),
-                optim=dict(**ADAM)),
+                optim=ADAM),
     "exprnn": dict(hidden=170,
-                   cell=dict(orthogonal_init="cayley"),  # expRNN: Cayley init (lr_orth: lr / 10)
-                   optim=dict(**ADAM)),
+                   cell=dict(orthogonal_init="cayley"),  # expRNN: Cayley init
+                   optim=ADAM),
     "nnrnn": dict(hidden=128,
                   cell=dict(delta=1e-4, t_decay=1e-6),  # nnRNN copy set-up
-                  optim=dict(**ADAM)),
+                  optim=ADAM),
     "antisymmetric": dict(hidden=128,
                           cell=dict(epsilon=0.1, gamma=0.01),  # AntisymmetricRNN Sec. 5
-                          optim=dict(**ADAM)),
+                          optim=ADAM),
     "rnn": dict(hidden=128,
-                optim=dict(**ADAM)),
+                optim=ADAM),
     "rnn_orth": dict(hidden=128,
-                     optim=dict(**ADAM)),
+                     optim=ADAM),
     "gated_antisymmetric": dict(hidden=128,
-                                optim=dict(**ADAM)),
+                                optim=ADAM),
     # NC-GRU Sec. 4.3: n 128
     "goru": dict(hidden=128,
-                 optim=dict(**ADAM)),
+                 optim=ADAM),
 }
 
 

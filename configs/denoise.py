@@ -21,33 +21,33 @@ PRESETS = {
                   optim=dict(orthogonal_method="neumann_cayley", reset_every=50, **ADAM)),
     # NC-GRU Sec. 4.2: n 90
     "lstm": dict(hidden=90,
-                 optim=dict(**ADAM)),
+                 optim=ADAM),
     # NC-GRU Sec. 4.2: n 100
     "gru": dict(hidden=100,
-                optim=dict(**ADAM)),
+                optim=ADAM),
     # NC-GRU Sec. 4.2: n 200, rho 100
     "scornn": dict(hidden=200,
                    cell=dict(rho=100),
-                   optim=dict(**ADAM)),
+                   optim=ADAM),
     "lvf": dict(hidden=128,
                 cell=dict(integrator="midpoint", tau=1.0, activation="modrelu"),
-                optim=dict(**ADAM)),
+                optim=ADAM),
     "exprnn": dict(hidden=190,
-                   optim=dict(**ADAM)),
+                   optim=ADAM),
     "nnrnn": dict(hidden=128,
                   cell=dict(delta=1e-4, t_decay=1e-6),  # nnRNN copy set-up
-                  optim=dict(**ADAM)),
+                  optim=ADAM),
     "antisymmetric": dict(hidden=128,
-                          optim=dict(**ADAM)),
+                          optim=ADAM),
     "rnn": dict(hidden=128,
-                optim=dict(**ADAM)),
+                optim=ADAM),
     "rnn_orth": dict(hidden=128,
-                     optim=dict(**ADAM)),
+                     optim=ADAM),
     "gated_antisymmetric": dict(hidden=128,
-                                optim=dict(**ADAM)),
+                                optim=ADAM),
     # NC-GRU Sec. 4.2: n 128
     "goru": dict(hidden=128,
-                 optim=dict(**ADAM)),
+                 optim=ADAM),
 }
 
 

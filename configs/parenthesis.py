@@ -22,33 +22,33 @@ PRESETS = {
                   optim=dict(orthogonal_method="neumann_cayley", reset_every=50, **ADAM)),
     # NC-GRU Sec. 4.1: n 42
     "lstm": dict(hidden=42,
-                 optim=dict(**ADAM)),
+                 optim=ADAM),
     # NC-GRU Sec. 4.1: n 50
     "gru": dict(hidden=50,
-                optim=dict(**ADAM)),
+                optim=ADAM),
     # NC-GRU Sec. 4.1: n 110, rho 20
     "scornn": dict(hidden=110,
                    cell=dict(rho=20),
-                   optim=dict(**ADAM)),
+                   optim=ADAM),
     "lvf": dict(hidden=64,
                 cell=dict(integrator="euler", tau=1.0, activation="tanh"),
-                optim=dict(**ADAM)),
+                optim=ADAM),
     "exprnn": dict(hidden=110,
-                   optim=dict(**ADAM)),
+                   optim=ADAM),
     "nnrnn": dict(hidden=64,
                   cell=dict(delta=1e-4, t_decay=1e-6),  # nnRNN copy set-up
-                  optim=dict(**ADAM)),
+                  optim=ADAM),
     "antisymmetric": dict(hidden=64,
-                          optim=dict(**ADAM)),
+                          optim=ADAM),
     "rnn": dict(hidden=64,
-                optim=dict(**ADAM)),
+                optim=ADAM),
     "rnn_orth": dict(hidden=64,
-                     optim=dict(**ADAM)),
+                     optim=ADAM),
     "gated_antisymmetric": dict(hidden=64,
-                                optim=dict(**ADAM)),
+                                optim=ADAM),
     # NC-GRU Sec. 4.1: n 64
     "goru": dict(hidden=64,
-                 optim=dict(**ADAM)),
+                 optim=ADAM),
 }
 
 

@@ -38,31 +38,31 @@ PRESETS = {
     # lvfRNN Table 5's most common row
     "lvf": dict(hidden=1039,
                 cell=dict(integrator="euler", tau=1.0, activation="tanh"),
-                optim=dict(**BASELINE)),
+                optim=BASELINE),
     "exprnn": dict(hidden=1039,
                    cell=dict(orthogonal_init="cayley"),  # expRNN: Cayley init (lr_orth: lr / 10)
-                   optim=dict(**BASELINE)),
+                   optim=BASELINE),
     "scornn": dict(hidden=1039,
                    cell=dict(rho=103),  # scoRNN: rho = n // 10
-                   optim=dict(**BASELINE)),
+                   optim=BASELINE),
     "antisymmetric": dict(hidden=1039,
                           cell=dict(epsilon=0.1, gamma=0.01),  # AntisymmetricRNN Sec. 5
-                          optim=dict(**BASELINE)),
+                          optim=BASELINE),
     "gated_antisymmetric": dict(hidden=1004,
                                 cell=dict(epsilon=0.1, gamma=0.01),  # AntisymmetricRNN Sec. 5
-                                optim=dict(**BASELINE)),
+                                optim=BASELINE),
     # nnRNN copy set-up
     "nnrnn": dict(hidden=994,
                   cell=dict(orthogonal_init="cayley", delta=1e-4, t_decay=1e-6),
-                  optim=dict(**BASELINE)),
+                  optim=BASELINE),
     "rnn": dict(hidden=995,
-                optim=dict(**BASELINE)),
+                optim=BASELINE),
     "rnn_orth": dict(hidden=995,
-                     optim=dict(**BASELINE)),
+                     optim=BASELINE),
     "lstm": dict(hidden=772,
-                 optim=dict(**BASELINE)),
+                 optim=BASELINE),
     "gru": dict(hidden=829,
-                optim=dict(**BASELINE)),
+                optim=BASELINE),
     # NC-GRU Sec. 4.5: 400 / 1150 / 400, Adam 5e-4, rho 50, its three dropouts
     "ncgru": dict(hidden=(400, 1150, 400), dropout=0.4, input_dropout=0.4, output_dropout=0.25,
                   cell=dict(rho=50, orthogonal_param="matrix"),

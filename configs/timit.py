@@ -41,34 +41,34 @@ BASELINE = dict(optimizer="adam", learning_rate=1e-3, clip_norm=15.0)  # clip of
 PRESETS = {
     "scornn": dict(hidden=425,
                    cell=dict(rho=42),  # scoRNN: rho = n // 10
-                   optim=dict(**BASELINE)),
+                   optim=BASELINE),
     # NC-GRU Alg. 1: rho = n // 10, exact every 50
     "ncgru": dict(hidden=197,
                   cell=dict(rho=19, orthogonal_param="matrix"),
                   optim=dict(orthogonal_method="neumann_cayley", reset_every=50, **BASELINE)),
     "antisymmetric": dict(hidden=425,
                           cell=dict(epsilon=0.1, gamma=0.01),  # AntisymmetricRNN Sec. 5
-                          optim=dict(**BASELINE)),
+                          optim=BASELINE),
     "gated_antisymmetric": dict(hidden=353,
                                 cell=dict(epsilon=0.1, gamma=0.01),  # AntisymmetricRNN Sec. 5
-                                optim=dict(**BASELINE)),
+                                optim=BASELINE),
     # nnRNN copy set-up
     "nnrnn": dict(hidden=336,
                   cell=dict(orthogonal_init="cayley", delta=1e-4, t_decay=1e-6),
-                  optim=dict(**BASELINE)),
+                  optim=BASELINE),
     "rnn": dict(hidden=336,
-                optim=dict(**BASELINE)),
+                optim=BASELINE),
     "rnn_orth": dict(hidden=336,
-                     optim=dict(**BASELINE)),
+                     optim=BASELINE),
     "gru": dict(hidden=185,
-                optim=dict(**BASELINE)),
+                optim=BASELINE),
     "urnn": dict(hidden=382,
-                 optim=dict(**BASELINE)),
+                 optim=BASELINE),
     "eurnn": dict(hidden=378,
                   cell=dict(capacity=2),  # EUNN capacity 2 (reference code)
-                  optim=dict(**BASELINE)),
+                  optim=BASELINE),
     "fcurnn": dict(hidden=256,
-                   optim=dict(**BASELINE)),
+                   optim=BASELINE),
     # lvfRNN Table 5, TIMIT: kappa 255, 2 layers, RMSprop 3e-4, clip 15
     "lvf": dict(hidden=255, num_layers=2,
                 cell=dict(integrator="euler", tau=2.0, activation="tanh", div_penalty=0.2),
