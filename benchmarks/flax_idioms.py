@@ -38,7 +38,6 @@ import argparse
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 from typing import Any, Callable, Optional
 
@@ -50,7 +49,7 @@ from flax import linen as nn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cells import build, runs_at  # noqa: E402
-from timing import measured_on, time_interleaved  # noqa: E402
+from timing import cpu_model, git_commit, measured_on, time_interleaved  # noqa: E402
 
 from lvf_jax import cells as cells_lib  # noqa: E402
 from lvf_jax import layers  # noqa: E402
@@ -232,19 +231,6 @@ HEADER = ("| cell | state width | nn.RNN ms | prepared ms | Recurrent ms | step 
           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
 
 
-def _cpu_model() -> str:
-  """The CPU's model name (``/proc/cpuinfo``), or the platform's processor string."""
-  import platform  # pylint: disable=import-outside-toplevel
-  try:
-    with open("/proc/cpuinfo") as f:
-      for line in f:
-        if line.startswith("model name"):
-          return line.split(":", 1)[1].strip()
-  except OSError:
-    pass
-  return platform.processor() or platform.machine()
-
-
 INTRO = """# Cells inside Flax's idioms: per step against prepared once
 
 The encoder-decoder of the Flax examples: an `nn.RNN` encoder and an `nn.RNN` decoder whose
@@ -261,21 +247,20 @@ docs/FLAX_IDIOMS.md`).
 """
 
 
-def _past(cells: dict, judged: dict) -> str:
-  late = sorted((k for k, j in judged.items() if j and not j["within"]),
+def _within(judged: dict) -> tuple[int, int, str]:
+  """``(k, N, 'cell ratio, ...')``: of the N per-cell verdicts (:func:`verdict`), how many
+  are within and those past it, worst first (``'none'``)."""
+  judged = {k: j for k, j in judged.items() if "within" in j}
+  late = sorted((k for k, j in judged.items() if not j["within"]),
                 key=lambda k: -judged[k]["prepared / budget"])
-  return ", ".join(f"{k} {judged[k]['prepared / budget']:.2f}" for k in late) or "none"
+  past = ", ".join(f"{k} {judged[k]['prepared / budget']:.2f}" for k in late) or "none"
+  return sum(j["within"] for j in judged.values()), len(judged), past
 
 
 def summary(cells: dict, slack: float) -> str:
   """The page's findings, every number read from ``cells`` (the record's per-cell entries)."""
-  judged = {k: {kk: c[kk] for kk in ("within", "prepared / budget") if kk in c}
-            for k, c in cells.items()}
-  judged = {k: j for k, j in judged.items() if "within" in j}
-  medians = {k: verdict(c["median_ms"]) for k, c in cells.items()}
-  medians = {k: j for k, j in medians.items() if j}
-  lines = [f"{sum(j['within'] for j in judged.values())} of the {len(judged)} cells are "
-           f"within {slack}x their budget; past it: {_past(cells, judged)}."]
+  k, n, past = _within(cells)
+  lines = [f"{k} of the {n} cells are within {slack}x their budget; past it: {past}."]
   if "exprnn" in cells and "floor" in cells["exprnn"]["ms"]:
     e = cells["exprnn"]
     lines.append(f"Per step, the expRNN costs {e['ms']['nn.RNN'] / e['ms']['floor']:.0f}x the "
@@ -284,9 +269,10 @@ def summary(cells: dict, slack: float) -> str:
   if ratios:
     lines.append(f"`prepared` takes {min(ratios):.2f}-{max(ratios):.2f} of the time of "
                  f"`Recurrent` ({sum(r < 1 for r in ratios)} of {len(ratios)} cells faster).")
+  medians = {k: verdict(c["median_ms"]) for k, c in cells.items()}
+  k, n, past = _within(medians)
   lines.append(f"Read with the medians of the same iterations instead of the minima: "
-               f"{sum(j['within'] for j in medians.values())} of {len(medians)} within; past "
-               f"it: {_past(cells, medians)}.")
+               f"{k} of {n} within; past it: {past}.")
   lines.append("On a shared machine the 10 % threshold is inside the timing noise; "
                "`tests/test_flax_idioms.py` checks what noise cannot move: no `n x n` product "
                "is left inside the time loops of the prepared expRNN's training step.")
@@ -295,14 +281,11 @@ def summary(cells: dict, slack: float) -> str:
 
 def _run_line(record: dict) -> str:
   """One earlier run of a record: when, at which commit, and its verdicts by the minima."""
-  cells = record["cells"]
-  judged = {k: c for k, c in cells.items() if "within" in c}
   meta = record["meta"]
-  when = meta.split(" on ")[0]
   commit = meta.split("commit ")[1].split(",")[0] if "commit " in meta else "unknown"
-  return (f"- {when}, commit {commit}, CPU {record.get('cpu', 'not recorded')}: "
-          f"{sum(c['within'] for c in judged.values())} of {len(judged)} within; past it: "
-          f"{_past(cells, judged)}.")
+  k, n, past = _within(record["cells"])
+  return (f"- {meta.split(' on ')[0]}, commit {commit}, CPU "
+          f"{record.get('cpu', 'not recorded')}: {k} of {n} within; past it: {past}.")
 
 
 def page(record: dict, earlier: tuple = ()) -> str:
@@ -319,19 +302,8 @@ def page(record: dict, earlier: tuple = ()) -> str:
   return text
 
 
-def _commit() -> str:
-  try:
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True, check=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True, check=True).stdout.strip()
-    return head + ("+dirty" if dirty else "")
-  except (OSError, subprocess.CalledProcessError):
-    return "unknown"
-
-
 def _write(args, argv, rows: list, records: dict) -> None:
-  meta = (f"{measured_on()}, commit {_commit()}, OPENBLAS_NUM_THREADS="
+  meta = (f"{measured_on()}, commit {git_commit()}, OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS')}; n = {args.n}, batch {args.batch}, "
           f"encoder {args.enc_steps} steps, decoder {args.dec_steps} steps, vocabulary "
           f"{args.vocab}, Adam; minimum over {args.repeats} interleaved jitted training "
@@ -343,7 +315,7 @@ def _write(args, argv, rows: list, records: dict) -> None:
       f.write(meta + HEADER + "\n" + "\n".join(rows) + "\n")
   if args.json:
     with open(args.json, "w") as f:
-      json.dump({"meta": meta.strip(), "cpu": _cpu_model(), "slack": SLACK,
+      json.dump({"meta": meta.strip(), "cpu": cpu_model(), "slack": SLACK,
                  "cells": records}, f, indent=1)
 
 

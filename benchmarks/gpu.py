@@ -43,13 +43,11 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
-from typing import Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import measured_on, time_interleaved  # noqa: E402  (benchmarks/timing.py)
+from timing import git_commit, measured_on, time_interleaved  # noqa: E402  (benchmarks/timing.py)
 
 import speed  # noqa: E402  (benchmarks/speed.py: the expRNN model and its data)
 
@@ -402,7 +400,7 @@ def run(settings, precisions, *, tiny: bool, budget_s: float, repeats: int, vari
       peaks[p] = measure_peaks(tiny, backend)
   share = budget_s / max(len(settings) * len(precisions), 1)
   torch = _torch()
-  record = {"measured": measured_on(), "commit": commit(), "backend": backend,
+  record = {"measured": measured_on(), "commit": git_commit(), "backend": backend,
             "device": jax.devices()[0].device_kind,
             "torch": getattr(torch, "__version__", None), "torch_device": device,
             "command": "python " + " ".join(sys.argv), "tiny": tiny, "peaks": peaks,
@@ -416,19 +414,6 @@ def run(settings, precisions, *, tiny: bool, budget_s: float, repeats: int, vari
       if on_record is not None:
         on_record(record)
   return record
-
-
-def commit() -> Optional[str]:
-  """``LVF_JAX_COMMIT`` (set by the GPU kit, whose machine has no git history), else the
-  repository's ``git describe --always --dirty``, else None."""
-  if os.environ.get("LVF_JAX_COMMIT"):
-    return os.environ["LVF_JAX_COMMIT"]
-  try:
-    out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                         text=True, cwd=os.path.dirname(os.path.abspath(__file__)), check=True)
-    return out.stdout.strip() or None
-  except (OSError, subprocess.CalledProcessError):
-    return None
 
 
 def summary_line(r: dict) -> str:

@@ -45,6 +45,38 @@ class Timing:
     return 1e3 * min(self.seconds)
 
 
+def cpu_model() -> str:
+  """The CPU's model name (``/proc/cpuinfo``), or the platform's processor string."""
+  import platform
+  try:
+    with open("/proc/cpuinfo") as f:
+      for line in f:
+        if line.startswith("model name"):
+          return line.split(":", 1)[1].strip()
+  except OSError:
+    pass
+  return platform.processor() or platform.machine()
+
+
+def git_commit() -> str:
+  """``$LVF_JAX_COMMIT`` where set (a copy of the tree without its git history, e.g. on a
+  remote machine), else ``HEAD``'s short hash with ``+dirty`` when tracked files changed,
+  else ``'unknown'``."""
+  import os
+  import subprocess
+  if os.environ.get("LVF_JAX_COMMIT"):
+    return os.environ["LVF_JAX_COMMIT"]
+  here = os.path.dirname(os.path.abspath(__file__))
+  try:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, cwd=here, check=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, cwd=here, check=True).stdout.strip()
+  except (OSError, subprocess.CalledProcessError):
+    return "unknown"
+  return head + ("+dirty" if dirty else "")
+
+
 def measured_on(extra: str = "") -> str:
   """``'Measured <date> <time> UTC on <platform> (<device kind>; <processor>, <n> logical
   CPUs<extra>), jax <version>'``: the opening of a result file's metadata line."""

@@ -20,9 +20,7 @@ Example::
     break  # reset the state when chunk.reset, otherwise carry it over
 """
 
-import importlib
-import warnings
-
+from lvf_jax._deprecation import renamed_getattr
 from lvf_jax.data.features import (HOP, N_FFT, NUM_BINS, SAMPLE_RATE, decimate_2x, hann,
                                    log_magnitude, stft, waveform_to_features)
 from lvf_jax.data.metrics import (bits_per_character, masked_cross_entropy, masked_mse,
@@ -49,16 +47,6 @@ __all__ = [
 
 #: Names renamed after 0.1.0, reachable under their old names (with a DeprecationWarning) for
 #: one release: the modules ``pipeline`` and ``builders``, and ``prepare``.
-_RENAMED_MODULES = {"pipeline": "datasets", "builders": "tfds_builders"}
-_RENAMED = {"prepare": "download_and_prepare"}
-
-
-def __getattr__(name: str):
-  if name in _RENAMED_MODULES or name in _RENAMED:
-    new = _RENAMED_MODULES.get(name) or _RENAMED[name]
-    warnings.warn(f"{__name__}.{name} is deprecated: use {__name__}.{new}", DeprecationWarning,
-                  stacklevel=2)
-    if name in _RENAMED_MODULES:
-      return importlib.import_module(f"{__name__}.{new}")
-    return globals()[new]
-  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = renamed_getattr(__name__, globals(),
+                              modules={"pipeline": "datasets", "builders": "tfds_builders"},
+                              names={"prepare": "download_and_prepare"})

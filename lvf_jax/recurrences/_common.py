@@ -320,8 +320,9 @@ def flatten_batch_parts(fn, kernel, u, h0, bias, mask, seq_lengths, parts: int, 
   return kernel, tuple(jnp.split(u2, parts, axis=-1)), h02, bias, mask2, batch_shape
 
 
-def flatten_batch_inputs(fn, kernel, u, h0, bias, mask, seq_lengths, width: int, kernels: int = 1,
-                    *, split: bool = False, input_kernel=None, input_bias=None):
+def flatten_batch_inputs(fn, kernel, u, h0, bias, mask, seq_lengths, width: int,
+                         kernels: int = 1, *, split: bool = False, input_kernel=None,
+                         input_bias=None):
   """:func:`flatten_batch` (or with ``split`` :func:`flatten_batch_parts`) plus the optional
   in-loop input projection; returns ``(kernel, u2, h02, bias, mask2, batch_shape, w_in, b_in)``.
 

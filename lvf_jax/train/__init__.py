@@ -4,9 +4,7 @@ See ``docs/ARCHITECTURE.md`` for how a batch flows from a task through the model
 loss (plus the cells' regularisation terms) and the partitioned optimiser.
 """
 
-import importlib
-import warnings
-
+from lvf_jax._deprecation import renamed_getattr
 from lvf_jax.train.builders import build_model, build_optimizer, build_pipeline
 from lvf_jax.train.config import base_config, validate_config
 from lvf_jax.train.loop import NonFiniteLossError, train_and_evaluate
@@ -19,15 +17,8 @@ __all__ = [
     "validate_config",
 ]
 
-#: Modules renamed after 0.1.0, reachable under their old names (with a DeprecationWarning) for one
-#: release: ``from lvf_jax.train import pipeline`` / ``pipelines``.
-_RENAMED = {"pipeline": "task_pipeline", "pipelines": "dataset_pipelines"}
-
-
-def __getattr__(name: str):
-  if name in _RENAMED:
-    new = f"{__name__}.{_RENAMED[name]}"
-    warnings.warn(f"{__name__}.{name} is deprecated: use {new}", DeprecationWarning,
-                  stacklevel=2)
-    return importlib.import_module(new)
-  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: Modules renamed after 0.1.0, reachable under their old names (with a DeprecationWarning) for
+#: one release: ``from lvf_jax.train import pipeline`` / ``pipelines``.
+__getattr__ = renamed_getattr(__name__, globals(),
+                              modules={"pipeline": "task_pipeline",
+                                       "pipelines": "dataset_pipelines"})
