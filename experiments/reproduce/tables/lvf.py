@@ -13,7 +13,7 @@ CITATION = "Azencot et al. 2021 (arXiv:2102.09589)"
 
 PTB_EPOCH = 262  # truncated-BPTT chunks of one epoch at batch 128, T = 150
 PTB_BUDGET = dict(steps=50 * PTB_EPOCH, blocker="budget: a GPU row (50 epochs at batch 128)")
-PTB_CPU_EPOCHS = 3  # the common reduced budget of the rows `ptb-*-cpu`
+PTB_CPU_EPOCHS = 5  # the common reduced budget of the rows `ptb-*-cpu`
 PTB_NOTE = ("a GPU row (`python -m experiments.gpu_kit`); the rows `ptb-*-cpu` run the "
             f"lvfRNN, RNN and expRNN for {PTB_CPU_EPOCHS} epochs on a CPU; a record of fewer "
             "steps is partial")
