@@ -185,6 +185,33 @@ def trial(name: str, seed: int, steps: int, probe_every: int, log=print) -> dict
   return record
 
 
+def without_divergence(variables: dict, cell_config) -> Optional[dict]:
+  """``variables`` with the first layer's field replaced by its divergence-free part (the
+  divergence parameter zeroed, or ``vector_field`` projected), ``None`` when the cell
+  already imposes ``div V = 0``."""
+  cell = dict(_locate_cell(variables["params"]))
+  if "vector_field_divergence" in cell:
+    cell["vector_field_divergence"] = jnp.zeros_like(cell["vector_field_divergence"])
+  elif cell_config.get("divergence_free", False):
+    return None
+  else:
+    cell["vector_field"] = geometry.project_divergence_free(jnp.asarray(cell["vector_field"]))
+  params = jax.tree_util.tree_map(lambda a: a, variables["params"])  # a copy of the tree
+  params["rnn"]["layer_0"]["cell"] = cell
+  return {**variables, "params": params}
+
+
+def projected_metrics(variables: dict, c) -> Optional[dict]:
+  """Test metrics of the trained model with its divergence removed, nothing retrained:
+  what the trained divergence contributes (``None`` under the hard constraint)."""
+  from lvf_jax import zoo  # pylint: disable=g-import-not-at-top
+  changed = without_divergence(variables, c.model.cell)
+  if changed is None:
+    return None
+  m = zoo.evaluate_variables(c, changed, "test")
+  return {"test_loss": float(m["loss"]), "test_accuracy": 100.0 * float(m["accuracy"])}
+
+
 def trained(run_dir: str) -> tuple[str, dict]:
   """The field of a finished reproduction run's best variables: key and record."""
   from lvf_jax import zoo  # pylint: disable=g-import-not-at-top
@@ -201,6 +228,7 @@ def trained(run_dir: str) -> tuple[str, dict]:
                         if k in result["metrics"]},
             "field": spectrum_of_field(v, tau, integrator),
             "eigenvalues": np.round(np.stack([eigs.real, eigs.imag], 1), 6).tolist(),
+            "divergence_removed": projected_metrics(variables, c),
             "run": {k: result[k] for k in ("command", "commit", "machine", "date")},
             **provenance()}
   return f"trained/{result['row']}/seed{result['seed']}", record
@@ -291,14 +319,16 @@ def verdict_lines(records: dict) -> list[str]:
 
 def trained_lines(records: dict) -> list[str]:
   """One line per trained field: its divergence and how far ``C_V`` is from orthogonal."""
-  lines = ["| row | seed | best validation step | test CE | test accuracy % | norm of div V | "
-           "max abs div V | radius of C_V | radius^220 | singular values of C_V |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+  lines = ["| row | seed | best validation step | test CE | test accuracy % | div V removed: "
+           "test CE | div V removed: test accuracy % | norm of div V | max abs div V | radius "
+           "of C_V | radius^220 | singular values of C_V |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
   for key in sorted(k for k in records if k.startswith("trained/")):
     r, f = records[key], records[key]["field"]
-    m = r["metrics"]
+    m, gone = r["metrics"], r.get("divergence_removed") or {}
     lines.append(f"| {r['row']} | {r['seed']} | {r['best_validation_step']} | "
                  f"{_fmt(m.get('test_loss'))} | {_fmt(m.get('test_accuracy'))} | "
+                 f"{_fmt(gone.get('test_loss'))} | {_fmt(gone.get('test_accuracy'))} | "
                  f"{_fmt(f['div_norm'])} | {_fmt(f['div_max'])} | {f['radius']:.5f} | "
                  f"{_fmt(f['growth'])} | {f['sigma_min']:.4f} to {f['sigma_max']:.4f} |")
   return lines
@@ -334,6 +364,31 @@ def plot_trained(records: dict, path: str) -> Optional[str]:
   return path
 
 
+#: Copy rows that change one setting of ``copy.py:lvf``: what each tells apart.
+CONTROL_ROWS = (
+    ("copy-lvf-hard", "the same preset with `div V = 0` imposed (an orthogonal RNN)"),
+    ("copy-lvf-hard-vf3e-4", "`div V = 0` imposed and V at Adam 3e-4"),
+    ("copy-lvf-divfree", "`configs/copy.py:lvf_divfree`: `div V = 0`, every weight at Adam "
+     "3e-4, no clipping, no decay"),
+)
+
+
+def _row_means(stored: dict, row_id: str, what: str) -> list[str]:
+  """One bullet: a copy row's mean test accuracy and CE at the best validation step and its
+  validation accuracy at the last step, over its seeds (nothing without a record)."""
+  seeds = list(stored.get(row_id, {}).get("seeds", {}).values())
+  if not seeds:
+    return []
+  acc = np.mean([r["metrics"]["test_accuracy"] for r in seeds])
+  ce = np.mean([r["metrics"]["test_loss"] for r in seeds])
+  last = [100 * r["last"]["metrics"]["val_accuracy"] for r in seeds
+          if "val_accuracy" in r.get("last", {}).get("metrics", {})]
+  last_text = f", validation accuracy at the last step {np.mean(last):.2f} %" if last else ""
+  return [f"- `{row_id}`, {what}: test accuracy {acc:.2f} %, CE {ce:.4g} at the best "
+          f"validation step{last_text} ({len(seeds)} seed{'s' if len(seeds) > 1 else ''}, "
+          f"{seeds[0]['steps']} steps)."]
+
+
 def copy_row_lines(archive_path: str = archive.path_for(PAGES, "lvf-t4")) -> list[str]:
   """The verdict of the copy row whose divergence stays free, from the harness's records."""
   from experiments.reproduce import rows, runner  # pylint: disable=g-import-not-at-top
@@ -348,6 +403,9 @@ def copy_row_lines(archive_path: str = archive.path_for(PAGES, "lvf-t4")) -> lis
   acc = [r["metrics"]["test_accuracy"] for r in seeds]
   ce = [r["metrics"]["test_loss"] for r in seeds]
   return ["## The copy row", "",
+          *_row_means(stored, "copy-lvf", "`configs/copy.py:lvf` (divergence free to move)"),
+          *[line for row_id, what in CONTROL_ROWS for line in _row_means(stored, row_id, what)],
+          "",
           f"`configs/copy.py:lvf` ({len(seeds)} seeds, `docs/reproduction/lvf-t4.md`): test "
           f"accuracy {np.mean(acc):.2f} % (seeds {', '.join(f'{a:.2f}' for a in acc)}) and "
           f"cross entropy {np.mean(ce):.4g} at the best validation step, against the paper's "
@@ -432,7 +490,10 @@ def write_page(records: dict, path: str = PAGE) -> str:
               "The best-validation variables of the copy rows (`docs/reproduction/lvf-t4.md`), "
               "recorded by `python -m experiments.lvf_divergence --trained <run dirs>`; "
               "`copy-lvf` keeps its divergence free, `copy-lvf-divfree` projects it to zero "
-              "(an orthogonal `C_V`, every singular value 1).", "",
+              "(an orthogonal `C_V`, every singular value 1). 'div V removed': the same "
+              "trained model evaluated with its field replaced by the field's divergence-free "
+              "part, nothing retrained (empty where the cell imposes `div V = 0`): how much "
+              "of its accuracy the trained divergence carries.", "",
               *trained_lines(records), ""]
     if figure:
       rel = os.path.relpath(figure, os.path.dirname(path))

@@ -48,3 +48,30 @@ def test_a_literal_trial_records_its_first_step_and_the_page_reads_the_records(t
   assert "| `literal` | Table 5 as printed | 0 | 2 |" in text
   assert f"{own['radius']:.5f}" in text
   assert "## What decides it" in text
+
+
+def _variables(cell):
+  return {"params": {"rnn": {"layer_0": {"cell": cell}}, "head": {"kernel": jnp.ones((3, 2))}}}
+
+
+def test_without_divergence_keeps_the_divergence_free_part_and_nothing_else():
+  v = jnp.asarray(_field(10, 1, scale=0.05), jnp.float32)
+  assert float(jnp.abs(geometry.divergence(v)).max()) > 1e-3  # the test field has one
+  cfg = {"divergence_free": False}
+  changed = study.without_divergence(_variables({"vector_field": v, "bias": jnp.ones(10)}), cfg)
+  w = changed["params"]["rnn"]["layer_0"]["cell"]["vector_field"]
+  assert float(jnp.abs(geometry.divergence(w)).max()) < 1e-5  # float32 sums of 10 entries
+  # the divergence-free part is kept: projecting again changes nothing
+  np.testing.assert_allclose(geometry.project_divergence_free(w), w, atol=1e-6)
+  np.testing.assert_array_equal(changed["params"]["head"]["kernel"], jnp.ones((3, 2)))
+  np.testing.assert_array_equal(changed["params"]["rnn"]["layer_0"]["cell"]["bias"],
+                                jnp.ones(10))
+  # the separate parametrisation: its divergence parameter is zeroed, V left as it is
+  sep = study.without_divergence(_variables(
+      {"vector_field": v, "vector_field_divergence": jnp.ones(10)}), cfg)
+  cell = sep["params"]["rnn"]["layer_0"]["cell"]
+  np.testing.assert_array_equal(cell["vector_field_divergence"], jnp.zeros(10))
+  np.testing.assert_array_equal(cell["vector_field"], v)
+  # under the hard constraint there is no divergence to remove
+  assert study.without_divergence(_variables({"vector_field": v}),
+                                  {"divergence_free": True}) is None

@@ -205,6 +205,14 @@ def evaluate(name: str, *, data_overrides: Optional[dict] = None) -> dict[str, f
   return _evaluate_config(c, _variables(os.path.join(_dir(name), VARIABLES)), info["split"])
 
 
+def evaluate_variables(c: ml_collections.ConfigDict, variables: dict,
+                       split: str = "test") -> dict[str, float]:
+  """The metrics of ``variables`` (e.g. a run's best variables, changed by the caller) on a
+  whole ``split`` ('validation' or 'test') of the task of config ``c``, measured by the
+  training loop's evaluation."""
+  return _evaluate_config(c, variables, split)
+
+
 def evaluate_run(run_dir: str, split: str = "test") -> dict[str, float]:
   """The metrics of a training workdir's best validation variables on a whole ``split``
   ('validation' or 'test'), measured by the training loop's evaluation with the current
@@ -297,6 +305,6 @@ def refresh_tolerance(name: str, *, data_overrides: Optional[dict] = None) -> di
 
 __all__ = [
     "CARD", "CONFIG", "MODELS_DIR", "README", "VARIABLES", "card", "config", "evaluate",
-    "evaluate_run", "load", "load_run", "names", "refresh_tolerance", "release",
-    "rounding_tolerance",
+    "evaluate_run", "evaluate_variables", "load", "load_run", "names", "refresh_tolerance",
+    "release", "rounding_tolerance",
 ]

@@ -235,6 +235,19 @@ T4_SWEEP = (
         note=("the `copy.py:lvf` preset with the field parametrised by its divergence-free "
               "part and its divergence (`separate_divergence`: a step moves each (div V)_i "
               "by about the learning rate), both at Adam 1e-4")),
+    Row(id="copy-lvf-hard", task="copy T=200", model="lvfRNN with div V = 0 (an orthogonal RNN)",
+        paper={"test_loss": 2.1e-2, "test_accuracy": 95.0}, config="copy.py:lvf",
+        overrides={"model.cell.divergence_free": True}, paper_params="11k", steps=10000,
+        note=("the `copy.py:lvf` preset with the hard constraint div V = 0 and nothing else "
+              "changed: a control that tells the divergence's part in the `copy-lvf` row from "
+              "the optimiser's")),
+    Row(id="copy-lvf-hard-vf3e-4", task="copy T=200",
+        model="lvfRNN with div V = 0 (an orthogonal RNN)",
+        paper={"test_loss": 2.1e-2, "test_accuracy": 95.0}, config="copy.py:lvf",
+        overrides={"model.cell.divergence_free": True, "optim.lr_vector_field": 3e-4},
+        paper_params="11k", steps=10000,
+        note=("`copy-lvf-hard` with V at Adam 3e-4, the rate of `copy.py:lvf_divfree`: "
+              "whether the field's rate alone gives that preset's accuracy")),
 )
 
 TABLES = {
