@@ -373,3 +373,25 @@ def test_dtriv_errors():
     optim.dynamic_trivialization({"skew": jnp.zeros((2, 2))}, {"base": jnp.eye(2)}, 1, every=0)
   with pytest.raises(ValueError, match=r"dtriv_rebase: base .* has shape \(3, 3\)"):
     optim.dtriv_rebase({"skew": jnp.zeros((2, 2))}, {"base": jnp.eye(3)})
+
+
+def test_the_divergence_of_a_separate_field_trains_at_its_own_rate():
+  """``lr_divergence`` moves ``vector_field_divergence`` alone; unset, it is
+  ``lr_vector_field``."""
+  params = {"cell": {"vector_field": jnp.ones((3, 3)), "vector_field_divergence": jnp.ones(3),
+                     "bias": jnp.ones(3)}}
+  assert optim.param_labels(params)["cell"] == {
+      "vector_field": "vector_field", "vector_field_divergence": "divergence",
+      "bias": "default"}
+  grads = jax.tree_util.tree_map(jnp.ones_like, params)
+
+  def first_step(**fields):
+    tx = optim.make_optimizer({"optimizer": "sgd", "learning_rate": 1.0, **fields})
+    updates, _ = tx.update(grads, tx.init(params), params)
+    return {k: float(-v.ravel()[0]) for k, v in updates["cell"].items()}
+
+  # SGD at rate r moves every entry of a unit gradient by r: the rate of each group
+  assert first_step(lr_vector_field=0.1, lr_divergence=0.001) == pytest.approx(
+      {"vector_field": 0.1, "vector_field_divergence": 0.001, "bias": 1.0})
+  assert first_step(lr_vector_field=0.1) == pytest.approx(
+      {"vector_field": 0.1, "vector_field_divergence": 0.1, "bias": 1.0})

@@ -65,8 +65,9 @@ class LVFRNNCell(base.KernelCell):
       divergence-free part and the ``n``-vector ``vector_field_divergence`` (initialised
       at zero) gives ``div V``. The same space of fields; an optimiser step of size ``lr``
       per entry then moves each ``(div V)_i`` by about ``lr``, where a step on ``V`` itself
-      moves it by up to ``2 (n - 1) lr`` (eq. 8 sums ``2 (n - 1)`` entries). Not with
-      ``divergence_free``.
+      moves it by up to ``2 (n - 1) lr`` (eq. 8 sums ``2 (n - 1)`` entries);
+      :func:`lvf_jax.optim.make_optimizer` trains the divergence at its own rate
+      (``lr_divergence``, label ``'divergence'``). Not with ``divergence_free``.
   """
 
   integrator: str = "euler"

@@ -21,6 +21,7 @@ from lvf_jax.optim.cayley import NeumannCayleyState, ScoRNNState, neumann_cayley
 from lvf_jax.optim.factory import DEFAULTS, default_config, make_optimizer
 from lvf_jax.optim.labels import (
     DEFAULT,
+    DIVERGENCE,
     LABELS,
     ORTHOGONAL,
     SKEW,
@@ -43,7 +44,7 @@ from lvf_jax.optim.trivialization import (
 )
 
 __all__ = [
-    "DEFAULT", "DEFAULTS", "DTRIV_COLLECTION", "LABELS", "MultiplicativeCayleyState",
+    "DEFAULT", "DEFAULTS", "DIVERGENCE", "DTRIV_COLLECTION", "LABELS", "MultiplicativeCayleyState",
     "NeumannCayleyState", "ORTHOGONAL", "ReorthonormalizeState", "SKEW", "ScoRNNState",
     "UNITARY", "VECTOR_FIELD", "default_config", "dtriv_rebase", "dynamic_trivialization",
     "expm_triu", "label_for_name", "make_optimizer", "multiplicative_cayley", "neumann_cayley",

@@ -25,6 +25,7 @@ DEFAULTS: dict[str, Any] = {
     "orth_optimizer": None,
     "lr_orth": None,
     "lr_vector_field": None,
+    "lr_divergence": None,
     "orthogonal_method": "trivialization",
     "rho": 0,
     "neumann_order": 2,
@@ -141,6 +142,8 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
 
   * ``'default'``: ``optimizer`` at ``learning_rate``;
   * ``'vector_field'``: ``optimizer`` at ``lr_vector_field`` (default ``learning_rate``);
+  * ``'divergence'`` (the divergence of a ``separate_divergence`` lvfRNN field):
+    ``optimizer`` at ``lr_divergence`` (default ``lr_vector_field``);
   * ``'skew'`` (trivialised generators): ``orth_optimizer`` at ``lr_orth``;
   * ``'orthogonal'`` (matrices stored directly): ``orthogonal_method`` --
     ``'scornn'`` (:func:`scornn`, inner ``orth_optimizer`` at ``lr_orth``),
@@ -165,6 +168,8 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
       methods (default: ``optimizer``; expRNN/scoRNN use ``'rmsprop'``).
     lr_orth: learning rate of the orthogonal group (default ``learning_rate / 10``).
     lr_vector_field: learning rate of ``vector_field`` (default ``learning_rate``).
+    lr_divergence: learning rate of ``vector_field_divergence`` (default
+      ``lr_vector_field``): one step moves each ``(div V)_i`` by about this rate.
     orthogonal_method: ``'trivialization'`` (default) | ``'scornn'`` |
       ``'neumann_cayley'`` | ``'multiplicative'``.
     rho: number of -1 entries of scoRNN's ``D`` for every orthogonal matrix (default 0).
@@ -201,13 +206,16 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
   lr_orth = lr / 10 if c["lr_orth"] is None else _number(fn, "lr_orth", c["lr_orth"])
   lr_vf = lr if c["lr_vector_field"] is None else _number(
       fn, "lr_vector_field", c["lr_vector_field"])
+  lr_div = lr_vf if c["lr_divergence"] is None else _number(
+      fn, "lr_divergence", c["lr_divergence"])
   kind = _validation.check_choice(fn, "optimizer", c["optimizer"], OPTIMIZERS)
   orth_kind = kind if c["orth_optimizer"] is None else c["orth_optimizer"]
   _validation.check_choice(fn, "orth_optimizer", orth_kind, OPTIMIZERS)
   method = _validation.check_choice(fn, "orthogonal_method", c["orthogonal_method"],
                                     ORTHOGONAL_METHODS)
 
-  sched, sched_orth, sched_vf = (_schedule(fn, c, v) for v in (lr, lr_orth, lr_vf))
+  sched, sched_orth, sched_vf, sched_div = (_schedule(fn, c, v)
+                                            for v in (lr, lr_orth, lr_vf, lr_div))
   orth_inner = _base(fn, "orth_optimizer", orth_kind, sched_orth, c)
   every = _validation.check_concrete_int(fn, "reorthonormalize_every",
                                          c["reorthonormalize_every"], minimum=0, allow_none=True)
@@ -232,6 +240,7 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
   tx = optax.partition({
       labels.DEFAULT: _base(fn, "optimizer", kind, sched, c),
       labels.VECTOR_FIELD: _base(fn, "optimizer", kind, sched_vf, c),
+      labels.DIVERGENCE: _base(fn, "optimizer", kind, sched_div, c),
       labels.SKEW: orth_inner,
       labels.ORTHOGONAL: orth,
       labels.UNITARY: unitary,
