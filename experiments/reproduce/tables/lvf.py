@@ -235,6 +235,12 @@ T4_SWEEP = (
         note=("the `copy.py:lvf` preset with the field parametrised by its divergence-free "
               "part and its divergence (`separate_divergence`: a step moves each (div V)_i "
               "by about the learning rate), both at Adam 1e-4")),
+    Row(id="copy-lvf-separate-rates", task="copy T=200", model="lvfRNN",
+        paper={"test_loss": 2.1e-2, "test_accuracy": 95.0}, config="copy.py:lvf_separate",
+        paper_params="11k", steps=10000, seeds=3,
+        note=("the field parametrised by its divergence-free part (Adam 3e-4) and its "
+              "divergence (Adam 1e-5), free to move; the other weights at Adam 3e-4, cosine "
+              "decay over the 10k steps, lambda 10 (`configs/copy.py:lvf_separate`)")),
     Row(id="copy-lvf-hard", task="copy T=200", model="lvfRNN with div V = 0 (an orthogonal RNN)",
         paper={"test_loss": 2.1e-2, "test_accuracy": 95.0}, config="copy.py:lvf",
         overrides={"model.cell.divergence_free": True}, paper_params="11k", steps=10000,
