@@ -64,6 +64,11 @@ def test_without_divergence_keeps_the_divergence_free_part_and_nothing_else():
   # the divergence-free part is kept: projecting again changes nothing
   np.testing.assert_allclose(geometry.project_divergence_free(w), w, atol=1e-6)
   np.testing.assert_array_equal(changed["params"]["head"]["kernel"], jnp.ones((3, 2)))
+  # a factor s scales the divergence by s and keeps the divergence-free part
+  half = study.with_divergence_scaled(_variables({"vector_field": v}), cfg, 0.5)
+  h = half["params"]["rnn"]["layer_0"]["cell"]["vector_field"]
+  np.testing.assert_allclose(geometry.divergence(h), 0.5 * geometry.divergence(v), atol=1e-5)
+  np.testing.assert_allclose(geometry.project_divergence_free(h), w, atol=1e-6)
   np.testing.assert_array_equal(changed["params"]["rnn"]["layer_0"]["cell"]["bias"],
                                 jnp.ones(10))
   # the separate parametrisation: its divergence parameter is zeroed, V left as it is
