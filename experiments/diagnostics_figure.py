@@ -21,7 +21,8 @@ from lvf_jax import diagnostics, zoo
 from lvf_jax.train import builders
 
 MODELS = (("lvf-t4-copy-nnrnn", "nnRNN"), ("lvf-t4-copy-urnn", "uRNN"),
-          ("lvf-t4-copy-lvf-divfree", "lvfRNN, div V = 0"))
+          ("lvf-t4-copy-lvf-divfree", "lvfRNN, div V = 0"),
+          ("lvf-t4-copy-lvf-separate-rates", "lvfRNN, div V free"))
 
 
 def model_diagnostics(name: str, batch_size: int = 4, seed: int = 0):
