@@ -194,23 +194,17 @@ def with_divergence_scaled(variables: dict, cell_config, scale: float) -> Option
   divergence-free part kept (the divergence parameter scaled, or ``V = P V + scale (V -
   P V)`` with ``P`` the projection on divergence-free fields, as ``div`` is linear);
   ``None`` when the cell imposes ``div V = 0``."""
-  cell = dict(_locate_cell(variables["params"]))
+  if cell_config.get("divergence_free", False):  # the cell excludes separate_divergence
+    return None
+  params = jax.tree_util.tree_map(lambda a: a, variables["params"])  # a copy of the tree
+  cell = _locate_cell(params)
   if "vector_field_divergence" in cell:
     cell["vector_field_divergence"] = scale * jnp.asarray(cell["vector_field_divergence"])
-  elif cell_config.get("divergence_free", False):
-    return None
   else:
     v = jnp.asarray(cell["vector_field"])
     free = geometry.project_divergence_free(v)
     cell["vector_field"] = free + scale * (v - free)
-  params = jax.tree_util.tree_map(lambda a: a, variables["params"])  # a copy of the tree
-  params["rnn"]["layer_0"]["cell"] = cell
   return {**variables, "params": params}
-
-
-def without_divergence(variables: dict, cell_config) -> Optional[dict]:
-  """:func:`with_divergence_scaled` at 0: the field's divergence-free part alone."""
-  return with_divergence_scaled(variables, cell_config, 0.0)
 
 
 def scaled_divergence_metrics(variables: dict, c) -> Optional[dict]:
@@ -393,10 +387,15 @@ CONTROL_ROWS = (
 )
 
 
+def _seeds(stored: dict, row_id: str) -> list[dict]:
+  """The per-seed records of ``row_id`` in an archive's ``rows`` (empty without any)."""
+  return list(stored.get(row_id, {}).get("seeds", {}).values())
+
+
 def _row_means(stored: dict, row_id: str, what: str) -> list[str]:
   """One bullet: a copy row's mean test accuracy and CE at the best validation step and its
   validation accuracy at the last step, over its seeds (nothing without a record)."""
-  seeds = list(stored.get(row_id, {}).get("seeds", {}).values())
+  seeds = _seeds(stored, row_id)
   if not seeds:
     return []
   acc = np.mean([r["metrics"]["test_accuracy"] for r in seeds])
@@ -411,18 +410,18 @@ def _row_means(stored: dict, row_id: str, what: str) -> list[str]:
 
 def copy_row_lines(archive_path: str = archive.path_for(PAGES, "lvf-t4")) -> list[str]:
   """The verdict of the copy row whose divergence stays free, from the harness's records."""
-  from experiments.reproduce import rows, runner  # pylint: disable=g-import-not-at-top
+  from experiments.reproduce import rows  # pylint: disable=g-import-not-at-top
   stored = archive.load(archive_path).get("rows")
   if stored is None:
     return []
-  seeds = list(stored.get("copy-lvf", {}).get("seeds", {}).values())
+  seeds = _seeds(stored, "copy-lvf")
   row = rows.get("lvf-t4").row("copy-lvf")
   if not seeds:
     return ["## The copy row", "", "`copy-lvf` has no record yet.", ""]
-  verdict = runner.judge_row(row, seeds).category
+  free = _free_divergence_verdicts(stored)  # copy-lvf's among them
+  verdict = free["copy-lvf"]
   acc = [r["metrics"]["test_accuracy"] for r in seeds]
   ce = [r["metrics"]["test_loss"] for r in seeds]
-  free = _free_divergence_verdicts(stored)
   reaching = [k for k, v in free.items() if v in ("meets", "beats")]
   return ["## The copy row", "",
           *_row_means(stored, "copy-lvf", "`configs/copy.py:lvf` (divergence free to move)"),
@@ -451,7 +450,7 @@ def _free_divergence_verdicts(stored: dict) -> dict:
   table = rows.get("lvf-t4")
   out = {}
   for row_id in FREE_DIVERGENCE_ROWS:
-    seeds = list(stored.get(row_id, {}).get("seeds", {}).values())
+    seeds = _seeds(stored, row_id)
     if seeds:
       out[row_id] = runner.judge_row(table.row(row_id), seeds).category
   return out
@@ -472,7 +471,7 @@ def jsb_lines(archive_path: str = archive.path_for(PAGES, "lvf-t3")) -> list[str
            "records of `docs/reproduction/lvf-t3.md` (mean over the seeds recorded):", "",
            "| row | setting | seeds | test NLL | steps |", "|---|---|---|---|---|"]
   for row, setting in JSB_ROWS:
-    seeds = list(stored.get(row, {}).get("seeds", {}).values())
+    seeds = _seeds(stored, row)
     if not seeds:
       lines.append(f"| {row} | {setting} | 0 | not run | — |")
       continue

@@ -54,11 +54,12 @@ def _variables(cell):
   return {"params": {"rnn": {"layer_0": {"cell": cell}}, "head": {"kernel": jnp.ones((3, 2))}}}
 
 
-def test_without_divergence_keeps_the_divergence_free_part_and_nothing_else():
+def test_scaling_the_divergence_keeps_the_divergence_free_part_and_nothing_else():
   v = jnp.asarray(_field(10, 1, scale=0.05), jnp.float32)
   assert float(jnp.abs(geometry.divergence(v)).max()) > 1e-3  # the test field has one
   cfg = {"divergence_free": False}
-  changed = study.without_divergence(_variables({"vector_field": v, "bias": jnp.ones(10)}), cfg)
+  changed = study.with_divergence_scaled(
+      _variables({"vector_field": v, "bias": jnp.ones(10)}), cfg, 0.0)
   w = changed["params"]["rnn"]["layer_0"]["cell"]["vector_field"]
   assert float(jnp.abs(geometry.divergence(w)).max()) < 1e-5  # float32 sums of 10 entries
   # the divergence-free part is kept: projecting again changes nothing
@@ -72,11 +73,11 @@ def test_without_divergence_keeps_the_divergence_free_part_and_nothing_else():
   np.testing.assert_array_equal(changed["params"]["rnn"]["layer_0"]["cell"]["bias"],
                                 jnp.ones(10))
   # the separate parametrisation: its divergence parameter is zeroed, V left as it is
-  sep = study.without_divergence(_variables(
-      {"vector_field": v, "vector_field_divergence": jnp.ones(10)}), cfg)
+  sep = study.with_divergence_scaled(_variables(
+      {"vector_field": v, "vector_field_divergence": jnp.ones(10)}), cfg, 0.0)
   cell = sep["params"]["rnn"]["layer_0"]["cell"]
   np.testing.assert_array_equal(cell["vector_field_divergence"], jnp.zeros(10))
   np.testing.assert_array_equal(cell["vector_field"], v)
   # under the hard constraint there is no divergence to remove
-  assert study.without_divergence(_variables({"vector_field": v}),
-                                  {"divergence_free": True}) is None
+  assert study.with_divergence_scaled(_variables({"vector_field": v}),
+                                      {"divergence_free": True}, 0.0) is None

@@ -44,7 +44,7 @@ def test_tolerance_is_what_rounding_can_do_and_a_model_that_learned_nothing_exce
   pipeline = builders.build_pipeline(c)
   model = builders.build_model(c, pipeline.model_head())
   untrained = builders.init_variables(model, pipeline, jax.random.key(0))
-  got = zoo._evaluate_config(c, untrained, split)["loss"]
+  got = zoo.evaluate_variables(c, untrained, split)["loss"]
   want = zoo.card(SYNTHETIC)["check"]["metrics"]["loss"]
   assert abs(got / want - 1) > 10 * zoo.card(SYNTHETIC)["check"]["tolerance"]["loss"]
 

@@ -114,7 +114,11 @@ def _set_fields(c: ml_collections.ConfigDict, overrides: dict) -> None:
     set_field(c, dotted, value)
 
 
-def _evaluate_config(c: ml_collections.ConfigDict, variables: dict, split: str) -> dict:
+def evaluate_variables(c: ml_collections.ConfigDict, variables: dict,
+                       split: str = "test") -> dict[str, float]:
+  """The metrics of ``variables`` (e.g. a run's best variables, changed by the caller) on a
+  whole ``split`` ('validation' or 'test') of the task of config ``c``, measured by the
+  training loop's evaluation."""
   from lvf_jax.train import builders, loop  # pylint: disable=g-import-not-at-top
   pipeline = builders.build_pipeline(c)
   model = builders.build_model(c, pipeline.model_head())
@@ -176,11 +180,11 @@ def rounding_tolerance(c: ml_collections.ConfigDict, variables: dict, split: str
   leaves = [np.asarray(a) for a in jax.tree_util.tree_leaves(variables)]
   dtype = next(a.dtype for a in leaves if np.issubdtype(a.dtype, np.floating))
   eps = float(np.sqrt(int(c.model.hidden)) * np.finfo(dtype).eps / 2)
-  base = _evaluate_config(c, variables, split) if base is None else base
+  base = evaluate_variables(c, variables, split) if base is None else base
   rng = np.random.default_rng(seed)
   worst = {k: 0.0 for k in base}
   for _ in range(TOLERANCE_DRAWS if draws is None else draws):
-    got = _evaluate_config(c, _perturbed(variables, eps, rng), split)
+    got = evaluate_variables(c, _perturbed(variables, eps, rng), split)
     for k, v in base.items():
       worst[k] = max(worst[k], abs(got[k] - v) / max(abs(v), 1e-30))
   return {k: max(TOLERANCE_SAFETY * w, DISCRETE_FLOOR if "accuracy" in k else 0.0)
@@ -202,15 +206,7 @@ def evaluate(name: str, *, data_overrides: Optional[dict] = None) -> dict[str, f
   info = card(name)["check"]
   c = config(name)
   _set_fields(c, {**info["overrides"], **(data_overrides or {})})
-  return _evaluate_config(c, _variables(os.path.join(_dir(name), VARIABLES)), info["split"])
-
-
-def evaluate_variables(c: ml_collections.ConfigDict, variables: dict,
-                       split: str = "test") -> dict[str, float]:
-  """The metrics of ``variables`` (e.g. a run's best variables, changed by the caller) on a
-  whole ``split`` ('validation' or 'test') of the task of config ``c``, measured by the
-  training loop's evaluation."""
-  return _evaluate_config(c, variables, split)
+  return evaluate_variables(c, _variables(os.path.join(_dir(name), VARIABLES)), info["split"])
 
 
 def evaluate_run(run_dir: str, split: str = "test") -> dict[str, float]:
@@ -218,7 +214,7 @@ def evaluate_run(run_dir: str, split: str = "test") -> dict[str, float]:
   ('validation' or 'test'), measured by the training loop's evaluation with the current
   code (e.g. to add a metric a finished run did not log)."""
   config_path, variables_path = _run_files(run_dir, "evaluate_run")
-  return _evaluate_config(_read_config(config_path), _variables(variables_path), split)
+  return evaluate_variables(_read_config(config_path), _variables(variables_path), split)
 
 
 def _card_markdown(info: dict) -> str:
@@ -275,7 +271,7 @@ def release(name: str, run_dir: str, *, info: dict, check_overrides: dict,
   c = _read_config(os.path.join(out, CONFIG))
   _set_fields(c, check_overrides)
   variables = _variables(os.path.join(out, VARIABLES))
-  metrics = _evaluate_config(c, variables, check_split)
+  metrics = evaluate_variables(c, variables, check_split)
   full = {"name": name, **info, "check": {
       "split": check_split, "overrides": check_overrides, "metrics": metrics,
       "tolerance": rounding_tolerance(c, variables, check_split, base=metrics)}}
