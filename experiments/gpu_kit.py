@@ -74,9 +74,9 @@ class Job:
 # In order: the lvfRNN's full PTB-char budget and its tau / field-rate sweep, then the
 # baselines of the same table, then the GPU rows of the other tables.
 PRIORITY = (
-    Job("lvf-t1", "ptb-lvf"), Job("lvf-t1", "ptb-lvf-tau2.5"),
-    Job("lvf-t1", "ptb-lvf-tau10"), Job("lvf-t1", "ptb-lvf-vf6e-6"),
-    Job("lvf-t1", "ptb-lvf-vf2.4e-5"), Job("lvf-t1", "ptb-rnn"),
+    Job("lvf-t1", "ptb-lvf"), Job("lvf-t1", "ptb-lvf-separate"),
+    Job("lvf-t1", "ptb-lvf-tau2.5"), Job("lvf-t1", "ptb-lvf-tau10"),
+    Job("lvf-t1", "ptb-lvf-vf6e-6"), Job("lvf-t1", "ptb-lvf-vf2.4e-5"), Job("lvf-t1", "ptb-rnn"),
     Job("lvf-t1", "ptb-exprnn"), Job("antisymmetric-t1", "mnist-fcurnn-n512"),
     Job("antisymmetric-t1", "mnist-kru"),
 )

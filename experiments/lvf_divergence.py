@@ -458,26 +458,37 @@ def _free_divergence_verdicts(stored: dict) -> dict:
 
 JSB_ROWS = (("jsb-lvf", "V at Adam 1e-4 (`configs/jsb.py:lvf`)"),
             ("jsb-lvf-literal", "V at Adam 1.5e-3, Table 5 as printed"))
+JSB_INTRO = ("Table 5's JSB row (`tau = 1`, explicit Euler, 3 layers of 300 units, Adam 1.5e-3) "
+             "against the same preset with `V` at Adam 1e-4; test NLL per frame from the "
+             "records of `docs/reproduction/lvf-t3.md` (mean over the seeds recorded):")
+PTB_ROWS = (("ptb-lvf-cpu", "`configs/ptb_char.py:lvf`: Table 5's Euler map, V at Adam 1.2e-5"),
+            ("ptb-lvf-separate-cpu", "`configs/ptb_char.py:lvf_separate`: the midpoint map, "
+             "the divergence-free part of V at Adam 2e-4, its divergence at 1.2e-5"),
+            ("ptb-rnn-cpu", "tanh RNN, n = 1024 (`configs/ptb_char.py:rnn`)"),
+            ("ptb-exprnn-cpu", "expRNN, n = 1024 (`configs/ptb_char.py:exprnn`)"))
+PTB_INTRO = ("The lvfRNN with its field in one parameter and with its divergence at its own "
+             "rate, beside the tanh RNN and the expRNN, at one reduced budget (the rows "
+             "`ptb-*-cpu`, the same steps each); test BPC at the best validation step "
+             "from the records of `docs/reproduction/lvf-t1.md` (mean over the seeds "
+             "recorded):")
 
 
-def jsb_lines(archive_path: str = archive.path_for(PAGES, "lvf-t3")) -> list[str]:
-  """The JSB rows that differ only in the learning rate of ``V``, from the harness's records."""
-  stored = archive.load(archive_path).get("rows")
+def comparison_lines(title: str, intro: str, table: str, row_settings: tuple,
+                     metric: str, label: str) -> list[str]:
+  """A section comparing rows of one harness table on ``metric``, from its records alone."""
+  stored = archive.load(archive.path_for(PAGES, table)).get("rows")
   if stored is None:
     return []
-  lines = ["## JSB", "",
-           "Table 5's JSB row (`tau = 1`, explicit Euler, 3 layers of 300 units, Adam 1.5e-3) "
-           "against the same preset with `V` at Adam 1e-4; test NLL per frame from the "
-           "records of `docs/reproduction/lvf-t3.md` (mean over the seeds recorded):", "",
-           "| row | setting | seeds | test NLL | steps |", "|---|---|---|---|---|"]
-  for row, setting in JSB_ROWS:
+  lines = [f"## {title}", "", intro, "",
+           f"| row | setting | seeds | {label} | steps |", "|---|---|---|---|---|"]
+  for row, setting in row_settings:
     seeds = _seeds(stored, row)
     if not seeds:
       lines.append(f"| {row} | {setting} | 0 | not run | — |")
       continue
-    nll = np.mean([r["metrics"]["test_loss"] for r in seeds])
+    value = np.mean([r["metrics"][metric] for r in seeds])
     steps = ", ".join(str(r.get("steps")) for r in seeds)
-    lines.append(f"| {row} | {setting} | {len(seeds)} | {nll:.3f} | {steps} |")
+    lines.append(f"| {row} | {setting} | {len(seeds)} | {value:.3f} | {steps} |")
   return lines + [""]
 
 
@@ -548,7 +559,9 @@ def write_page(records: dict, path: str = PAGE) -> str:
                 "the runs: " + "; ".join(f"{row} seed {seed} at {commit}, {machine}, {date}"
                                          for row, seed, commit, machine, date in runs) + ".*",
                 ""]
-  lines += copy_row_lines() + jsb_lines()
+  lines += copy_row_lines()
+  lines += comparison_lines("JSB", JSB_INTRO, "lvf-t3", JSB_ROWS, "test_loss", "test NLL")
+  lines += comparison_lines("PTB-char", PTB_INTRO, "lvf-t1", PTB_ROWS, "test_bpc", "test BPC")
   lines += ["## Runs", "", *provenance_lines(records), ""]
   with open(path, "w") as f:
     f.write("\n".join(lines))

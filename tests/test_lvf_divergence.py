@@ -81,3 +81,18 @@ def test_scaling_the_divergence_keeps_the_divergence_free_part_and_nothing_else(
   # under the hard constraint there is no divergence to remove
   assert study.with_divergence_scaled(_variables({"vector_field": v}),
                                       {"divergence_free": True}, 0.0) is None
+
+
+def test_a_comparison_section_averages_the_recorded_seeds_and_says_not_run(tmp_path,
+                                                                           monkeypatch):
+  monkeypatch.setattr(study, "PAGES", str(tmp_path))
+  seeds = {str(k): {"metrics": {"test_bpc": bpc}, "steps": 40} for k, bpc in enumerate((1.5, 2.1))}
+  study.archive.save(study.archive.path_for(str(tmp_path), "t"),
+                     {"table": "t", "rows": {"a": {"seeds": seeds}}})
+  lines = study.comparison_lines("Title", "intro", "t", (("a", "first"), ("b", "second")),
+                                 "test_bpc", "test BPC")
+  assert lines[:3] == ["## Title", "", "intro"]
+  assert "| a | first | 2 | 1.800 | 40, 40 |" in lines
+  assert "| b | second | 0 | not run | — |" in lines
+  monkeypatch.setattr(study, "PAGES", str(tmp_path / "none"))
+  assert study.comparison_lines("Title", "intro", "t", (("a", "first"),), "test_bpc", "x") == []
