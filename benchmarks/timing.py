@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import math
 import statistics
 import sys
 import time
-from typing import Any, Callable, Hashable, Optional
+from typing import Any, Callable, Hashable, Optional, Sequence
 
 try:
   import resource
@@ -43,6 +44,26 @@ class Timing:
   @property
   def min_ms(self) -> float:
     return 1e3 * min(self.seconds)
+
+
+def median_interval(values: Sequence[float],
+                    confidence: float = 0.95) -> Optional[tuple[float, float, float]]:
+  """``(median, low, high)``: the median of ``values`` and the distribution-free interval
+  ``[x_(k), x_(m+1-k)]`` of their order statistics that covers the population median with
+  probability at least ``confidence`` (the largest ``k`` with ``2 P(Bin(m, 1/2) < k) <= 1 -
+  confidence``, for ``m`` independent values); ``None`` where ``m`` values cannot give that
+  coverage (``m < 6`` at 95 %)."""
+  xs = sorted(values)
+  m = len(xs)
+  tail, k = 0.0, 0
+  while k < m // 2:
+    tail += math.comb(m, k) / 2.0 ** m  # P(Bin(m, 1/2) <= k)
+    if 2 * tail > 1 - confidence:
+      break
+    k += 1
+  if k == 0:
+    return None
+  return statistics.median(xs), xs[k - 1], xs[m - k]
 
 
 def cpu_model() -> str:

@@ -248,6 +248,32 @@ def test_flax_idioms_benchmark_writes_records_and_its_verdict_can_fail(tmp_path)
   assert f"CPU: {data['cpu']}." in text
 
 
+def test_median_interval_is_the_binomial_order_statistic_interval():
+  from scipy import stats
+  from timing import median_interval
+  for m in range(6, 41):
+    values = [float(v) for v in np.random.default_rng(m).permutation(m)]  # order statistic i: i
+    k = max(j for j in range(1, m // 2 + 1) if 2 * stats.binom.cdf(j - 1, m, 0.5) <= 0.05)
+    assert median_interval(values) == (np.median(values), k - 1, m - k)
+  assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0]) is None  # 2 / 2^5 > 5 %: no interval
+
+
+def test_flax_idioms_paired_verdict_says_within_over_and_undecided():
+  import flax_idioms
+  def seconds(prepared):
+    return {"prepared": prepared, "step only": [0.6] * len(prepared),
+            "prepare": [0.2] * len(prepared)}
+  within = flax_idioms.paired_verdict(seconds([1.0 + 0.001 * i for i in range(11)]))["paired"]
+  assert within["verdict"] == "within" and within["median"] == pytest.approx(1.005)
+  assert within["low"] == pytest.approx(1.001) and within["high"] == pytest.approx(1.009)
+  assert flax_idioms.paired_verdict(seconds([1.2] * 11))["paired"]["verdict"] == "over"
+  mixed = flax_idioms.paired_verdict(seconds([1.0, 1.2] * 6))["paired"]
+  assert mixed["verdict"] == "undecided" and mixed["low"] < 1.1 < mixed["high"]
+  few = flax_idioms.paired_verdict(seconds([1.0] * 3))["paired"]
+  assert few == {"repetitions": 3, "verdict": "undecided"}
+  assert flax_idioms.paired_verdict({"prepared": [1.0]}) == {}
+
+
 def test_the_flax_idioms_page_reads_every_number_from_the_record():
   import flax_idioms
   ms = lambda prepared: {"nn.RNN": 40.0, "prepared": prepared, "Recurrent": 20.0,  # noqa: E731
@@ -256,8 +282,15 @@ def test_the_flax_idioms_page_reads_every_number_from_the_record():
   for name, prepared, median in (("exprnn", 10.0, 10.0), ("nnrnn", 13.2, 10.5)):
     cells[name] = {"state_width": 8, "ms": ms(prepared), "median_ms": ms(median),
                    **flax_idioms.verdict(ms(prepared))}
+  cells["exprnn"]["paired"] = {"median": 1.01, "low": 0.98, "high": 1.04, "repetitions": 11,
+                               "verdict": "within"}
+  cells["nnrnn"]["paired"] = {"median": 1.21, "low": 1.15, "high": 1.3, "repetitions": 11,
+                              "verdict": "over"}
   text = flax_idioms.page({"meta": "Measured here", "cpu": "Some CPU", "slack": 1.1,
                            "cells": cells})
+  assert ("By each repetition's own ratio (its median and 95 % interval): 1 of the 2 cells "
+          "within; over: nnrnn 1.21 (1.15-1.30); undecided: none.") in text
+  assert "| 1.21 (1.15-1.30) | over |" in text and "| 1.01 (0.98-1.04) | within |" in text
   assert "1 of the 2 cells are within 1.1x their budget; past it: nnrnn 1.32." in text
   assert "the expRNN costs 8x the tanh floor; prepared, 1.00 of its budget" in text
   assert "`prepared` takes 0.50-0.66 of the time of `Recurrent` (2 of 2 cells faster)" in text
