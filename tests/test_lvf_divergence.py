@@ -86,13 +86,22 @@ def test_scaling_the_divergence_keeps_the_divergence_free_part_and_nothing_else(
 def test_a_comparison_section_averages_the_recorded_seeds_and_says_not_run(tmp_path,
                                                                            monkeypatch):
   monkeypatch.setattr(study, "PAGES", str(tmp_path))
-  seeds = {str(k): {"metrics": {"test_bpc": bpc}, "steps": 40} for k, bpc in enumerate((1.5, 2.1))}
-  study.archive.save(study.archive.path_for(str(tmp_path), "t"),
-                     {"table": "t", "rows": {"a": {"seeds": seeds}}})
-  lines = study.comparison_lines("Title", "intro", "t", (("a", "first"), ("b", "second")),
-                                 "test_bpc", "test BPC")
+  seeds = {str(k): {"metrics": {"test_bpc": bpc, **({"x": 1.0} if k else {})}, "steps": 40}
+           for k, bpc in enumerate((1.5, 2.1))}
+  study.archive.save(study.archive.path_for(str(tmp_path), "lvf-t1"),
+                     {"table": "lvf-t1", "rows": {"ptb-rnn-cpu": {"seeds": seeds}}})
+  metrics = (("test_bpc", "test BPC"), ("x", "other"))
+  lines = study.comparison_lines("Title", "intro", "lvf-t1",
+                                 (("ptb-rnn-cpu", "first"), ("ptb-lvf-cpu", "second")),
+                                 metrics, "test_bpc")
   assert lines[:3] == ["## Title", "", "intro"]
-  assert "| a | first | 2 | 1.800 | 40, 40 |" in lines
-  assert "| b | second | 0 | not run | — |" in lines
+  assert "| row | setting | seeds | test BPC | other | paper | steps |" in lines
+  # Table 1 of the lvfRNN paper: RNN 1.65, lvfRNN 1.43 BPC
+  assert "| ptb-rnn-cpu | first | 2 | 1.800 | 1.000 (1 of 2 seeds) | 1.65 | 40, 40 |" in lines
+  assert "| ptb-lvf-cpu | second | 0 | not run | not run | 1.43 | — |" in lines
+  gaps = study.gap_lines("lvf-t1", ("ptb-rnn-cpu", "ptb-lvf-cpu"), "test_bpc")
+  assert gaps[0] == "Recorded `test_bpc` minus the paper's value: ptb-rnn-cpu +0.150."
   monkeypatch.setattr(study, "PAGES", str(tmp_path / "none"))
-  assert study.comparison_lines("Title", "intro", "t", (("a", "first"),), "test_bpc", "x") == []
+  assert study.comparison_lines("Title", "intro", "lvf-t1", (("ptb-rnn-cpu", "first"),),
+                                metrics, "test_bpc") == []
+  assert study.gap_lines("lvf-t1", ("ptb-rnn-cpu",), "test_bpc") == []
