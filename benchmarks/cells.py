@@ -64,7 +64,7 @@ from lvf_jax import cells as cells_lib
 from lvf_jax import layers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import measured_on, time_interleaved  # noqa: E402  (benchmarks/timing.py)
+from timing import command_line, measured_on, time_interleaved  # noqa: E402  (benchmarks/timing.py)
 
 FLOOR = "rnn"
 # Rows for configurations of a registered cell: row name -> (cell, constructor arguments).
@@ -335,8 +335,7 @@ def _write(path, argv, args, header, rows, medians):
           f"interleaved jitted training iterations (forward + backward + SGD), input size "
           f"{args.input_size}, fused={args.fused}, input_projection="
           f"{args.input_projection}; ratios use medians.\n"
-          "Command: python benchmarks/cells.py "
-          f"{' '.join(argv if argv is not None else sys.argv[1:])}\n\n")
+          f"Command: {command_line('benchmarks/cells.py', argv)}\n\n")
   with open(path, "w") as f:
     f.write(meta + header + "\n" + "\n".join(rows) + "\n\n" + summary(medians))
 

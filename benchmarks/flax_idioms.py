@@ -29,7 +29,7 @@ kept beside it with the medians and every repetition's seconds in the records. R
 script it sets ``OPENBLAS_NUM_THREADS=1`` unless set::
 
     python benchmarks/flax_idioms.py --n 512 --batch 128 --out table.md --json records.json
-    python benchmarks/flax_idioms.py --page records.json [earlier.json ...] --doc page.md
+    python benchmarks/flax_idioms.py --page records.json [other.json ...] --doc page.md
 
 ``--page`` writes the documentation page from a record alone (:func:`page`): the table and
 every number of its summary.
@@ -52,7 +52,8 @@ from flax import linen as nn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cells import build, runs_at  # noqa: E402
-from timing import cpu_model, git_commit, measured_on, median_interval, time_interleaved  # noqa: E402,E501
+from timing import (command_line, cpu_model, git_commit, measured_on,  # noqa: E402
+                    median_interval, time_interleaved)
 
 from lvf_jax import cells as cells_lib  # noqa: E402
 from lvf_jax import layers  # noqa: E402
@@ -279,8 +280,8 @@ repetition's own ratio (the entries of a repetition run back to back): `within` 
 `undecided` where it contains {slack}; beside it the same test on each entry's fastest
 iteration (`benchmarks/flax_idioms.py`; records `docs/results/flax_idioms*.json`; this page
 is written from them by `python benchmarks/flax_idioms.py --page
-docs/results/flax_idioms.json docs/results/flax_idioms_earlier.json --doc
-docs/FLAX_IDIOMS.md`).
+docs/results/flax_idioms.json docs/results/flax_idioms_focused.json
+docs/results/flax_idioms_earlier.json --doc docs/FLAX_IDIOMS.md`).
 """
 
 
@@ -340,27 +341,32 @@ def summary(cells: dict, slack: float) -> str:
 
 
 def _run_line(record: dict) -> str:
-  """One earlier run of a record: when, at which commit, and its verdicts by the minima."""
+  """One other run of the benchmark: when, at which commit, with which command, and its
+  verdicts (each repetition's own ratio where recorded, then the fastest iterations)."""
   meta = record["meta"]
   commit = meta.split("commit ")[1].split(",")[0] if "commit " in meta else "unknown"
+  command = meta.split("Command: ")[1].splitlines()[0] if "Command: " in meta else None
   k, n, past = _within(record["cells"])
   paired = " ".join(_paired_line(record["cells"]))
   return (f"- {meta.split(' on ')[0]}, commit {commit}, CPU "
-          f"{record.get('cpu', 'not recorded')}: {k} of {n} within; past it: {past}."
-          + (f" {paired}" if paired else ""))
+          f"{record.get('cpu', 'not recorded')}"
+          + (f", `{command}`" if command else "") + ": "
+          + (f"{paired} " if paired else "")
+          + f"By the fastest iterations: {k} of {n} within; past it: {past}.")
 
 
-def page(record: dict, earlier: tuple = ()) -> str:
+def page(record: dict, others: tuple = ()) -> str:
   """``docs/FLAX_IDIOMS.md`` from a record of :func:`main` (``--json``) alone, with one line
-  for each of the ``earlier`` records of the same benchmark."""
+  for each of the ``others`` records of the same benchmark (other runs: a subset of the
+  cells with more repetitions, earlier runs)."""
   cells, slack = record["cells"], record["slack"]
   rows = [_row(k, c["state_width"], c["ms"], c) for k, c in cells.items()]
   text = (INTRO.format(slack=slack) + "\n" + record["meta"] + "\n" +
           f"CPU: {record.get('cpu', 'not recorded')}.\n\n" + HEADER + "\n" +
           "\n".join(rows) + "\n\n" + summary(cells, slack) + "\n")
-  if earlier:
-    text += ("\nThe same benchmark's earlier runs (their records beside this one), by the "
-             "minima:\n\n" + "\n".join(_run_line(r) for r in earlier) + "\n")
+  if others:
+    text += ("\nOther runs of the same benchmark (their records beside this one):\n\n"
+             + "\n".join(_run_line(r) for r in others) + "\n")
   return text
 
 
@@ -370,8 +376,7 @@ def _write(args, argv, rows: list, records: dict) -> None:
           f"encoder {args.enc_steps} steps, decoder {args.dec_steps} steps, vocabulary "
           f"{args.vocab}, Adam; minimum over {args.repeats} interleaved jitted training "
           f"iterations (the medians are in the records).\n"
-          f"Command: python benchmarks/flax_idioms.py "
-          f"{' '.join(argv if argv is not None else sys.argv[1:])}\n\n")
+          f"Command: {command_line('benchmarks/flax_idioms.py', argv)}\n\n")
   if args.out:
     with open(args.out, "w") as f:
       f.write(meta + HEADER + "\n" + "\n".join(rows) + "\n")
@@ -396,7 +401,7 @@ def main(argv=None) -> int:
   parser.add_argument("--out", default=None, help="markdown table")
   parser.add_argument("--json", default=None, help="records: times and verdicts per cell")
   parser.add_argument("--page", nargs="+", default=None,
-                      help="a record (--json) to write --doc from, then earlier records")
+                      help="a record (--json) to write --doc from, then other runs' records")
   parser.add_argument("--doc", default=None, help="the documentation page --page writes")
   args = parser.parse_args(argv)
   if args.page:

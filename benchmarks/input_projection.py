@@ -27,7 +27,7 @@ from lvf_jax import layers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cells import build, training_step  # noqa: E402  (benchmarks/cells.py)
-from timing import measured_on, time_interleaved  # noqa: E402  (benchmarks/timing.py)
+from timing import command_line, measured_on, time_interleaved  # noqa: E402  (benchmarks/timing.py)
 
 MODES = ("hoisted", "in_loop")
 
@@ -79,8 +79,8 @@ def main(argv=None) -> int:
 def _write(path, argv, args, header, rows):
   meta = (f"{measured_on()}; median of {args.repeats} "
           f"interleaved jitted training iterations (forward + backward + SGD) of "
-          f"Recurrent(fused=True).\nCommand: python benchmarks/input_projection.py "
-          f"{' '.join(argv if argv is not None else sys.argv[1:])}\n\n")
+          f"Recurrent(fused=True).\n"
+          f"Command: {command_line('benchmarks/input_projection.py', argv)}\n\n")
   with open(path, "w") as f:
     f.write(meta + header + "\n" + "\n".join(rows) + "\n")
 

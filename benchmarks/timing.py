@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import math
+import shlex
 import statistics
 import sys
 import time
@@ -64,6 +65,12 @@ def median_interval(values: Sequence[float],
   if k == 0:
     return None
   return statistics.median(xs), xs[k - 1], xs[m - k]
+
+
+def command_line(script: str, argv: Optional[Sequence[str]]) -> str:
+  """``python <script> <arguments>``, quoted so that it can be pasted into a shell
+  (``argv`` None: this process's own arguments)."""
+  return shlex.join(["python", script, *(sys.argv[1:] if argv is None else argv)])
 
 
 def cpu_model() -> str:

@@ -258,6 +258,13 @@ def test_median_interval_is_the_binomial_order_statistic_interval():
   assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0]) is None  # 2 / 2^5 > 5 %: no interval
 
 
+def test_a_recorded_command_can_be_pasted_into_a_shell():
+  import shlex
+  line = timing.command_line("benchmarks/x.py", ["--forms", "step only", "prepared"])
+  assert line == "python benchmarks/x.py --forms 'step only' prepared"
+  assert shlex.split(line)[2:] == ["--forms", "step only", "prepared"]
+
+
 def test_flax_idioms_paired_verdict_says_within_over_and_undecided():
   import flax_idioms
   def seconds(prepared):
@@ -296,6 +303,15 @@ def test_the_flax_idioms_page_reads_every_number_from_the_record():
   assert "`prepared` takes 0.50-0.66 of the time of `Recurrent` (2 of 2 cells faster)" in text
   assert "medians of the same iterations instead of the minima: 2 of 2 within; past it: none" \
       in text
+  other = {"meta": "Measured then on cpu, commit abc1234, more\nCommand: python "
+                   "benchmarks/flax_idioms.py --cells nnrnn", "cpu": "Some CPU",
+           "cells": {"nnrnn": cells["nnrnn"]}}
+  text = flax_idioms.page({"meta": "Measured here", "cpu": "Some CPU", "slack": 1.1,
+                           "cells": cells}, (other,))
+  assert ("- Measured then, commit abc1234, CPU Some CPU, `python benchmarks/flax_idioms.py "
+          "--cells nnrnn`: By each repetition's own ratio (its median and 95 % interval): 0 of "
+          "the 1 cells within; over: nnrnn 1.21 (1.15-1.30); undecided: none. By the fastest "
+          "iterations: 0 of 1 within; past it: nnrnn 1.32.") in text
 
 
 def test_docs_flax_idioms_page_is_the_page_of_its_records():
@@ -303,6 +319,7 @@ def test_docs_flax_idioms_page_is_the_page_of_its_records():
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   results = os.path.join(root, "docs", "results")
   records = [json.load(open(os.path.join(results, name)))
-             for name in ("flax_idioms.json", "flax_idioms_earlier.json")]
+             for name in ("flax_idioms.json", "flax_idioms_focused.json",
+                          "flax_idioms_earlier.json")]
   with open(os.path.join(root, "docs", "FLAX_IDIOMS.md")) as f:
     assert f.read() == flax_idioms.page(records[0], tuple(records[1:]))
