@@ -38,6 +38,7 @@ every number of its summary.
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import json
 import os
@@ -175,14 +176,36 @@ def prepare_step(make, params, dtype):
   return step, params["enc"]
 
 
-def factory(name: str, n: int) -> Callable[..., Any]:
+def factory(name: str, n: int, options: Optional[dict] = None) -> Callable[..., Any]:
   """``make(**kw)``: the cell of row ``name`` at ``n`` (as ``benchmarks/cells.py`` builds
-  it), with Flax's ``name`` / ``parent`` keywords passed through (a fresh module, so that
-  the module that calls ``make`` adopts it)."""
+  it) with its attributes in ``options`` replaced, and Flax's ``name`` / ``parent``
+  keywords passed through (a fresh module, so that the module that calls ``make`` adopts
+  it)."""
   cell = build(name, n)
   fields = {f.name: getattr(cell, f.name) for f in dataclasses.fields(cell)
             if f.name not in ("features", "parent", "name")}
+  unknown = sorted(set(options or {}) - set(fields))
+  if unknown:
+    raise ValueError(f"--cell-option {', '.join(unknown)}: not an attribute of "
+                     f"{type(cell).__name__} (cell {name!r}); allowed: "
+                     f"{', '.join(sorted(fields))}.")
+  fields.update(options or {})
   return lambda **kw: type(cell)(n, **fields, **kw)
+
+
+def cell_options(pairs: list[str]) -> dict:
+  """``{'key': value}`` from ``--cell-option key=value`` arguments (values read as Python
+  literals where they parse, else kept as strings)."""
+  options = {}
+  for pair in pairs:
+    key, sep, text = pair.partition("=")
+    if not sep or not key:
+      raise ValueError(f"--cell-option must be KEY=VALUE; got {pair!r}.")
+    try:
+      options[key] = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+      options[key] = text
+  return options
 
 
 def state_width(name: str, n: int) -> int:
@@ -192,7 +215,7 @@ def state_width(name: str, n: int) -> int:
 def measure(name: str, args, batch) -> tuple[dict, dict, dict]:
   """``(minimum, median, seconds)``: milliseconds of every form of cell ``name``, its
   ``prepare`` and the floor, timed interleaved, and the seconds of each repetition."""
-  make = factory(name, args.n)
+  make = factory(name, args.n, cell_options(args.cell_option))
   width = state_width(name, args.n)
   entries, params = {}, None
   for form in args.forms:
@@ -279,10 +302,13 @@ repetition's own ratio (the entries of a repetition run back to back): `within` 
 95 % interval of the median ratio lies at or below {slack}, `over` where it lies above,
 `undecided` where it contains {slack}; beside it the same test on each entry's fastest
 iteration (`benchmarks/flax_idioms.py`; records `docs/results/flax_idioms*.json`; this page
-is written from them by `python benchmarks/flax_idioms.py --page
-docs/results/flax_idioms.json docs/results/flax_idioms_focused.json
-docs/results/flax_idioms_earlier.json --doc docs/FLAX_IDIOMS.md`).
+is written from them by `python benchmarks/flax_idioms.py --page {records} --doc
+docs/FLAX_IDIOMS.md`).
 """
+
+#: The records docs/FLAX_IDIOMS.md is written from: the full run, then the other runs.
+RECORDS = tuple(f"docs/results/flax_idioms{suffix}.json"
+                for suffix in ("", "_focused", "_nnrnn_matrix", "_earlier"))
 
 
 def _within(judged: dict) -> tuple[int, int, str]:
@@ -295,9 +321,10 @@ def _within(judged: dict) -> tuple[int, int, str]:
   return sum(j["within"] for j in judged.values()), len(judged), past
 
 
-def _paired_line(cells: dict) -> list[str]:
+def _paired_line(cells: dict, name_within: bool = False) -> list[str]:
   """The paired verdicts (:func:`paired_verdict`) of the cells that have them, counted, with
-  the cells that are not within named, their median ratio and interval."""
+  the cells that are not within (and with ``name_within`` those within) named, their median
+  ratio and interval."""
   paired = {k: c["paired"] for k, c in cells.items() if "paired" in c}
   if not paired:
     return []
@@ -310,8 +337,9 @@ def _paired_line(cells: dict) -> list[str]:
                      for k in keys) or "none"
 
   within = sum(p["verdict"] == "within" for p in paired.values())
+  listed = f" ({named('within')})" if name_within and within else ""
   return [f"By each repetition's own ratio (its median and 95 % interval): {within} of the "
-          f"{len(paired)} cells within; over: {named('over')}; undecided: "
+          f"{len(paired)} cells within{listed}; over: {named('over')}; undecided: "
           f"{named('undecided')}."]
 
 
@@ -347,7 +375,7 @@ def _run_line(record: dict) -> str:
   commit = meta.split("commit ")[1].split(",")[0] if "commit " in meta else "unknown"
   command = meta.split("Command: ")[1].splitlines()[0] if "Command: " in meta else None
   k, n, past = _within(record["cells"])
-  paired = " ".join(_paired_line(record["cells"]))
+  paired = " ".join(_paired_line(record["cells"], name_within=True))
   return (f"- {meta.split(' on ')[0]}, commit {commit}, CPU "
           f"{record.get('cpu', 'not recorded')}"
           + (f", `{command}`" if command else "") + ": "
@@ -361,7 +389,7 @@ def page(record: dict, others: tuple = ()) -> str:
   cells with more repetitions, earlier runs)."""
   cells, slack = record["cells"], record["slack"]
   rows = [_row(k, c["state_width"], c["ms"], c) for k, c in cells.items()]
-  text = (INTRO.format(slack=slack) + "\n" + record["meta"] + "\n" +
+  text = (INTRO.format(slack=slack, records=" ".join(RECORDS)) + "\n" + record["meta"] + "\n" +
           f"CPU: {record.get('cpu', 'not recorded')}.\n\n" + HEADER + "\n" +
           "\n".join(rows) + "\n\n" + summary(cells, slack) + "\n")
   if others:
@@ -391,6 +419,9 @@ def main(argv=None) -> int:
   names = sorted(cells_lib.CELLS)
   parser.add_argument("--cells", nargs="+", default=names, choices=names)
   parser.add_argument("--forms", nargs="+", default=list(FORMS), choices=FORMS)
+  parser.add_argument("--cell-option", action="append", default=[], metavar="KEY=VALUE",
+                      help="replace an attribute of every cell measured (not the floor), "
+                           "e.g. orthogonal_param=matrix; repeatable")
   parser.add_argument("--n", type=int, default=512)
   parser.add_argument("--batch", type=int, default=128)
   parser.add_argument("--enc-steps", type=int, default=7)

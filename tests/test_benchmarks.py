@@ -265,6 +265,19 @@ def test_a_recorded_command_can_be_pasted_into_a_shell():
   assert shlex.split(line)[2:] == ["--forms", "step only", "prepared"]
 
 
+def test_flax_idioms_cell_options_replace_attributes_and_name_what_is_allowed():
+  import flax_idioms
+  options = flax_idioms.cell_options(["orthogonal_param=matrix", "delta=0.0"])
+  assert options == {"orthogonal_param": "matrix", "delta": 0.0}
+  cell = flax_idioms.factory("nnrnn", 6, options)()
+  assert cell.orthogonal_param == "matrix" and cell.delta == 0.0
+  assert flax_idioms.factory("nnrnn", 6)().orthogonal_param == "skew"
+  with pytest.raises(ValueError, match="not an attribute of NNRNNCell.*allowed: .*delta"):
+    flax_idioms.factory("nnrnn", 6, {"nonsense": 1})
+  with pytest.raises(ValueError, match="KEY=VALUE"):
+    flax_idioms.cell_options(["delta"])
+
+
 def test_flax_idioms_paired_verdict_says_within_over_and_undecided():
   import flax_idioms
   def seconds(prepared):
@@ -312,14 +325,15 @@ def test_the_flax_idioms_page_reads_every_number_from_the_record():
           "--cells nnrnn`: By each repetition's own ratio (its median and 95 % interval): 0 of "
           "the 1 cells within; over: nnrnn 1.21 (1.15-1.30); undecided: none. By the fastest "
           "iterations: 0 of 1 within; past it: nnrnn 1.32.") in text
+  other["cells"] = {"exprnn": cells["exprnn"]}
+  assert ("1 of the 1 cells within (exprnn 1.01 (0.98-1.04)); over: none" in flax_idioms.page(
+              {"meta": "Measured here", "cpu": "Some CPU", "slack": 1.1, "cells": cells},
+              (other,)))
 
 
 def test_docs_flax_idioms_page_is_the_page_of_its_records():
   import flax_idioms
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-  results = os.path.join(root, "docs", "results")
-  records = [json.load(open(os.path.join(results, name)))
-             for name in ("flax_idioms.json", "flax_idioms_focused.json",
-                          "flax_idioms_earlier.json")]
+  records = [json.load(open(os.path.join(root, path))) for path in flax_idioms.RECORDS]
   with open(os.path.join(root, "docs", "FLAX_IDIOMS.md")) as f:
     assert f.read() == flax_idioms.page(records[0], tuple(records[1:]))
