@@ -308,7 +308,7 @@ docs/FLAX_IDIOMS.md`).
 
 #: The records docs/FLAX_IDIOMS.md is written from: the full run, then the other runs.
 RECORDS = tuple(f"docs/results/flax_idioms{suffix}.json"
-                for suffix in ("", "_focused", "_nnrnn_matrix", "_earlier"))
+                for suffix in ("", "_focused", "_nnrnn_matrix", "_henaff", "_earlier"))
 
 
 def _within(judged: dict) -> tuple[int, int, str]:
