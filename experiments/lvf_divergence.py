@@ -500,9 +500,10 @@ def comparison_lines(title: str, intro: str, table: str, row_settings: tuple,
   lines = [f"## {title}", "", intro, "",
            f"| row | setting | seeds | {labels} | paper | steps |",
            "|---|---|---|" + "---|" * len(metrics) + "---|---|"]
+  harness_table = rows.get(table)
   for row, setting in row_settings:
     seeds = _seeds(stored, row)
-    paper = rows.get(table).row(row).paper.get(paper_metric)
+    paper = harness_table.row(row).paper.get(paper_metric)
     paper_text = "—" if paper is None else f"{paper:g}"
     if not seeds:
       lines.append(f"| {row} | {setting} | 0 |" + " not run |" * len(metrics)
@@ -514,10 +515,15 @@ def comparison_lines(title: str, intro: str, table: str, row_settings: tuple,
   return lines + [""]
 
 
+def _recorded(seeds: list[dict], key: str) -> list[float]:
+  """Metric ``key`` of each seed that recorded it."""
+  return [r["metrics"][key] for r in seeds if key in r.get("metrics", {})]
+
+
 def _mean_text(seeds: list[dict], key: str) -> str:
   """The mean of metric ``key`` over the seeds that recorded it ('—' where none did; the
   count where fewer than all did)."""
-  values = [r["metrics"][key] for r in seeds if key in r.get("metrics", {})]
+  values = _recorded(seeds, key)
   if not values:
     return "—"
   count = "" if len(values) == len(seeds) else f" ({len(values)} of {len(seeds)} seeds)"
@@ -528,12 +534,12 @@ def gap_lines(table: str, row_ids: tuple, metric: str) -> list[str]:
   """One sentence: each recorded row's mean ``metric`` minus the paper's value."""
   from experiments.reproduce import rows  # pylint: disable=g-import-not-at-top
   stored = archive.load(archive.path_for(PAGES, table)).get("rows") or {}
-  gaps = []
+  harness_table, gaps = rows.get(table), []
   for row in row_ids:
-    seeds = [r for r in _seeds(stored, row) if metric in r.get("metrics", {})]
-    paper = rows.get(table).row(row).paper.get(metric)
-    if seeds and paper is not None:
-      gaps.append(f"{row} {np.mean([r['metrics'][metric] for r in seeds]) - paper:+.3f}")
+    values = _recorded(_seeds(stored, row), metric)
+    paper = harness_table.row(row).paper.get(metric)
+    if values and paper is not None:
+      gaps.append(f"{row} {np.mean(values) - paper:+.3f}")
   return [f"Recorded `{metric}` minus the paper's value: " + ", ".join(gaps) + ".", ""] \
       if gaps else []
 

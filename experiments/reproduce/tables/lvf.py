@@ -144,35 +144,39 @@ T1_EQUAL = tuple(
               "order like for like"))
     for preset, name, bpc, acc, hidden in _T1 if preset in ("lvf", "rnn", "exprnn"))
 
-# The lvfRNN with its divergence at its own rate and the midpoint map, at the same budget.
-T1_EQUAL_SEPARATE = Row(
-    id="ptb-lvf-separate-cpu", task="PTB-char T=150", model="lvfRNN",
-    paper={"test_bpc": 1.43, "test_accuracy": 69.0}, config="ptb_char.py:lvf_separate",
-    paper_params="n=1400", steps=50 * PTB_EPOCH, run_steps=PTB_CPU_EPOCHS * PTB_EPOCH,
-    note=(f"the budget of the rows `ptb-*-cpu` ({PTB_CPU_EPOCHS} epochs of the 50); the field "
-          "by its divergence-free part (Adam 2e-4) and its divergence (Adam 1.2e-5), the "
-          "midpoint map (`configs/ptb_char.py:lvf_separate`)"))
-
+# The lvfRNN's cell of Table 1 and the rows below that vary its setting.
+LVF_T1_PAPER = next({"test_bpc": bpc, "test_accuracy": acc}
+                    for preset, _, bpc, acc, _ in _T1 if preset == "lvf")
 PTB_GPU_BLOCKER = "budget: a GPU row (50 epochs at n = 1400)"
+SEPARATE_NOTE = ("the field by its divergence-free part (Adam 2e-4) and its divergence (Adam "
+                 "1.2e-5), the midpoint map (`configs/ptb_char.py:lvf_separate`)")
+
+
+def _t1_lvf_row(id_, config, note, **kw):
+  """A Table 1 lvfRNN row of 50 epochs (``kw``: the run budget, a blocker, overrides)."""
+  return Row(id=id_, task="PTB-char T=150", model="lvfRNN", paper=LVF_T1_PAPER,
+             config=config, paper_params="n=1400", steps=50 * PTB_EPOCH, note=note, **kw)
+
+
+# The lvfRNN with its divergence at its own rate and the midpoint map, at the same budget.
+T1_EQUAL_SEPARATE = _t1_lvf_row(
+    "ptb-lvf-separate-cpu", "ptb_char.py:lvf_separate",
+    f"the budget of the rows `ptb-*-cpu` ({PTB_CPU_EPOCHS} epochs of the 50); {SEPARATE_NOTE}",
+    run_steps=PTB_CPU_EPOCHS * PTB_EPOCH)
 
 # The same lvfRNN at the full 50 epochs: a GPU row.
-T1_SEPARATE = Row(
-    id="ptb-lvf-separate", task="PTB-char T=150", model="lvfRNN",
-    paper={"test_bpc": 1.43, "test_accuracy": 69.0}, config="ptb_char.py:lvf_separate",
-    paper_params="n=1400", steps=50 * PTB_EPOCH, blocker=PTB_GPU_BLOCKER,
-    note=("the field by its divergence-free part (Adam 2e-4) and its divergence (Adam 1.2e-5), "
-          "the midpoint map (`configs/ptb_char.py:lvf_separate`)"))
+T1_SEPARATE = _t1_lvf_row("ptb-lvf-separate", "ptb_char.py:lvf_separate", SEPARATE_NOTE,
+                          blocker=PTB_GPU_BLOCKER)
 
 # The lvfRNN's full 50 epochs with tau and the vector field's learning rate varied around
 # the preset (tau 5, Adam 1.2e-5 for V): GPU rows.
 PTB_SWEEP = (("tau2.5", 2.5, 1.2e-5), ("tau10", 10.0, 1.2e-5), ("vf6e-6", 5.0, 6e-6),
              ("vf2.4e-5", 5.0, 2.4e-5))
 T1_SWEEP = tuple(
-    Row(id=f"ptb-lvf-{suffix}", task="PTB-char T=150", model="lvfRNN",
-        paper={"test_bpc": 1.43, "test_accuracy": 69.0}, config="ptb_char.py:lvf",
-        overrides={"model.cell.tau": tau, "optim.lr_vector_field": lr}, paper_params="n=1400",
-        steps=50 * PTB_EPOCH, blocker=PTB_GPU_BLOCKER,
-        note=f"the `ptb_char.py:lvf` preset with tau {tau:g} and the vector field at Adam {lr:g}")
+    _t1_lvf_row(f"ptb-lvf-{suffix}", "ptb_char.py:lvf",
+                f"the `ptb_char.py:lvf` preset with tau {tau:g} and the vector field at Adam "
+                f"{lr:g}", overrides={"model.cell.tau": tau, "optim.lr_vector_field": lr},
+                blocker=PTB_GPU_BLOCKER)
     for suffix, tau, lr in PTB_SWEEP)
 
 
