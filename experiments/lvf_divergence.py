@@ -550,8 +550,9 @@ def provenance_lines(records: dict) -> list[str]:
   return [f"- `{c}` at {commit}, {machine}, {date}" for c, commit, machine, date in keys]
 
 
-def write_page(records: dict, path: str = PAGE) -> str:
-  """Writes the page from ``records`` alone (its analysis text states no measured number)."""
+def write_page(records: dict, path: str = PAGE, figure_path: str = FIGURE) -> str:
+  """Writes the page (and its figure, at ``figure_path``) from ``records`` alone (its
+  analysis text states no measured number)."""
   literal = next((r for r in records.values() if "first_step_grid" in r), None)
   lines = [
       "# Why Table 5's lvfRNN diverges on copy T = 200",
@@ -589,7 +590,7 @@ def write_page(records: dict, path: str = PAGE) -> str:
             *verdict_lines(records)]
   trained_keys = [k for k in records if k.startswith("trained/")]
   if trained_keys:
-    figure = plot_trained(records, FIGURE)
+    figure = plot_trained(records, figure_path)
     lines += ["## The trained fields", "",
               "The best-validation variables of the copy rows (`docs/reproduction/lvf-t4.md`), "
               "recorded by `python -m experiments.lvf_divergence --trained <run dirs>`; "

@@ -105,3 +105,13 @@ def test_a_comparison_section_averages_the_recorded_seeds_and_says_not_run(tmp_p
   assert study.comparison_lines("Title", "intro", "lvf-t1", (("ptb-rnn-cpu", "first"),),
                                 metrics, "test_bpc") == []
   assert study.gap_lines("lvf-t1", ("ptb-rnn-cpu",), "test_bpc") == []
+
+
+def test_the_committed_page_is_the_page_of_its_records(tmp_path):
+  """docs/LVF_DIVERGENCE.md is what its records (and the harness archives it reads) give."""
+  figure = tmp_path / "figures" / "lvf_copy_spectrum.png"
+  figure.parent.mkdir()
+  page = study.write_page(study.load_records(), str(tmp_path / "LVF_DIVERGENCE.md"),
+                          str(figure))
+  with open(study.PAGE) as f:
+    assert f.read() == open(page).read()

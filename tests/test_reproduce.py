@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 
@@ -86,6 +87,25 @@ def test_row_rejects_unknown_metric_and_missing_config():
     rows.get("lvf-t99")
   with pytest.raises(ValueError, match="unknown row"):
     rows.get("lvf-t4").row("nope")
+
+
+@pytest.mark.parametrize("text, found", [
+    ("a training step takes 11-22 s on one core", ["11-22 s"]),
+    ("50 epochs took about 12.5 h on 2 cores", ["12.5 h"]),
+    ("one epoch takes about 10 min (2.3 s a step)", ["10 min", "2.3 s"]),
+    ("the 50 epochs take 2.5-3 min", ["2.5-3 min"]),
+    ("10,000 steps at batch 50, n = 1400 hidden, 110 Givens layers, 3 layers", []),
+])
+def test_a_row_may_not_state_a_duration(text, found):
+  """Notes and blockers state settings: a duration is a measurement (its record's)."""
+  assert rows.stated_durations(text) == found
+  if found:
+    with pytest.raises(ValueError, match="states the duration"):
+      rows.Row(id="x", task="t", model="m", paper={}, config="copy.py:lvf", note=text)
+    with pytest.raises(ValueError, match="states the duration"):
+      rows.Row(id="x", task="t", model="m", paper={}, blocker="budget: a GPU row; " + text)
+  else:
+    rows.Row(id="x", task="t", model="m", paper={}, config="copy.py:lvf", note=text)
 
 
 def _no_data(row):
@@ -838,3 +858,26 @@ def test_load_run_names_the_missing_file(tmp_path):
     zoo.load_run(str(tmp_path))
   with pytest.raises(ValueError, match="evaluate_run.*config.json or best_variables"):
     zoo.evaluate_run(str(tmp_path / "nothing"))
+
+
+DOCS = os.path.join(runner.ROOT, "docs", "reproduction")
+
+
+@pytest.mark.parametrize("table_id", sorted(rows.tables()))
+def test_the_committed_pages_are_their_records_pages(table_id, tmp_path):
+  """Each committed page is what its archived records alone give (an empty runs folder)."""
+  table = rows.get(table_id)
+  figure = os.path.join(DOCS, f"{table_id}.png")
+  text = pages.table_markdown(table, str(tmp_path), figure if os.path.exists(figure) else None,
+                              archive.load(archive.path_for(DOCS, table_id)))
+  with open(os.path.join(DOCS, f"{table_id}.md")) as f:
+    assert f.read() == text
+
+
+def test_the_committed_index_is_the_index_of_the_records(tmp_path):
+  """docs/reproduction/README.md (every table's verdict counts) from the archives alone."""
+  out = tmp_path / "pages"
+  shutil.copytree(os.path.join(DOCS, "results"), out / "results")
+  index = pages.write_index(rows.tables(studies=True), str(tmp_path / "runs"), str(out))
+  with open(os.path.join(DOCS, "README.md")) as f:
+    assert f.read() == open(index).read()

@@ -33,10 +33,23 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
+import re
 from typing import Any, Optional
 
 METRICS = ("test_loss", "test_accuracy", "test_bpc", "test_ppl", "val_loss", "min_train_loss",
            "test_nll_per_sequence", "fmc_total")
+
+
+# A duration ("2.3 s", "about 9 h", "10 min"): a measured result, which a row's note or
+# blocker must not state (the page shows each record's own wall time).
+_DURATION = re.compile(
+    r"\d[\d.,]*(?:\s?-\s?\d[\d.,]*)?\s?(?:ms|s|sec|seconds?|min|minutes?|h|hours?|days?)\b",
+    re.IGNORECASE)
+
+
+def stated_durations(text: str) -> list[str]:
+  """The durations written in ``text`` (``'2.3 s'``, ``'8 h'``, ``'2.5-3 min'``)."""
+  return _DURATION.findall(text or "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +74,7 @@ class Row:
       table then states the fraction), None to run ``steps`` (or the preset's own).
     seeds: how many seeds to run here (mean +- std over them).
     blocker: why this row cannot run here (``'no data: TIMIT is licensed (LDC)'``,
-      ``'budget: a GPU row, ~40 h on one CPU core'``); None when it runs. A row blocked
+      ``'budget: a GPU row (50 epochs at batch 128)'``); None when it runs. A row blocked
       by its budget (the text starts with ``'budget'``) still runs when asked to
       (``--include-blocked``, and in a smoke run).
     note: a deviation or a choice where the paper is silent, said in one sentence; it
@@ -115,6 +128,12 @@ class Row:
       raise ValueError(f"Row {self.id!r}: a row without a config needs a blocker.")
     if self.seeds < 1:
       raise ValueError(f"Row {self.id!r}: seeds must be >= 1; got {self.seeds}.")
+    for field in ("note", "blocker", "differs"):
+      found = stated_durations(getattr(self, field))
+      if found:
+        raise ValueError(f"Row {self.id!r}: argument {field!r} states the duration(s) "
+                         f"{found}; a row states settings only (a run's time is in its "
+                         "record, on the page).")
     if self.runs_of is not None and (self.runs_of.count("/") != 1 or self.config is None):
       raise ValueError(f"Row {self.id!r}: runs_of must be '<table>/<row>' and the row needs "
                        f"the config of those runs; got runs_of={self.runs_of!r}, "

@@ -17,11 +17,7 @@ PTB_CPU_EPOCHS = 5  # the common reduced budget of the rows `ptb-*-cpu`
 PTB_NOTE = ("a GPU row (`python -m experiments.gpu_kit`); the rows `ptb-*-cpu` run the "
             f"lvfRNN, RNN and expRNN for {PTB_CPU_EPOCHS} epochs on a CPU; a record of fewer "
             "steps is partial")
-# the factored EURNN (rotation layers applied each step) trains a PTB-char step in about
-# 2.3 s on one core of the AMD EPYC (6.4 s with its dense W)
-PTB_NOTES = {"eurnn": ("a GPU row: on one CPU core one of the 50 epochs takes about 10 min "
-                       "(`--steps 262`, 2.3 s a step), the 50 epochs about 8 h; on one NVIDIA "
-                       "H100 the 50 epochs take 2.5-3 min")}
+PTB_NOTES = {"eurnn": "a GPU row (`python -m experiments.gpu_kit`); no CPU row runs it"}
 JSB_STEPS = 100 * 229  # 100 epochs of one sequence per update
 MUSE_STEPS = 100 * 524
 MUSE_RUN = 30 * 524
