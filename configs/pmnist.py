@@ -64,7 +64,8 @@ PRESETS = {
         cell=dict(factor_size=2,  # Jose et al. 2018: 2 x 2 factors, 8 log2(n) parameters
                   complex_valued=True,  # Jose et al. 2018: complex factors and state
                   unitary_penalty=1e-4,  # library choice: strength not in the sources here
-                  factored=True),  # the factors applied each step, O(n log n)
+                  factored=True,  # Kronecker blocks applied each step, not the dense W
+                  block_size=32),  # library choice: merged into blocks of <= 32 (same W)
         optim=dict(optimizer="rmsprop", learning_rate=1e-3)),  # library choice
     # lvfRNN Table 5's most common row
     "lvf": dict(hidden=170,

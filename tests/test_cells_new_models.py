@@ -280,8 +280,10 @@ def _np_kron(factors):
 
 @pytest.mark.parametrize("kw", [dict(), dict(factored=False), dict(factor_size=3),
                                 dict(complex_valued=False, activation="tanh"),
-                                dict(complex_valued=False, factored=False)],
-                         ids=["complex", "complex-dense", "size3", "real-tanh", "real-dense"])
+                                dict(complex_valued=False, factored=False),
+                                dict(block_size=1)],
+                         ids=["complex", "complex-dense", "size3", "real-tanh", "real-dense",
+                              "factor-by-factor"])
 def test_kru_layer_is_the_papers_recurrence(kw, x64):
   """h_t = sigma(W h_{t-1} + V x_t, b) with W = W_0 (x) W_1 (x) ..., complex modReLU on a
   complex state, against a NumPy loop (complex arithmetic, np.kron)."""
@@ -307,11 +309,14 @@ def test_kru_layer_is_the_papers_recurrence(kw, x64):
 
 
 @pytest.mark.parametrize("complex_valued", [True, False])
-def test_factored_kru_gradients_equal_the_dense_kru(complex_valued, x64):
+@pytest.mark.parametrize("features, block_size", [(6, 1), (6, 32), (8, 4)],
+                         ids=["factors", "one-block", "two-blocks"])
+def test_factored_kru_gradients_equal_the_dense_kru(complex_valued, features, block_size, x64):
   """The factored scan (rnn_scan with kru_rows: transposed operator in the backward loop,
-  one vector-Jacobian product for the factors) against autodiff of the dense W, masked."""
-  kw = dict(features=6, complex_valued=complex_valued, param_dtype=jnp.float64,
-            unitary_penalty=0.2)
+  one vector-Jacobian product for the factors), with the factors applied one by one or
+  merged into Kronecker blocks, against autodiff of the dense W, masked."""
+  kw = dict(features=features, complex_valued=complex_valued, param_dtype=jnp.float64,
+            unitary_penalty=0.2, block_size=block_size)
   x = _data()
   lengths = jnp.array([T, 3, 5])
   dense = layers.Recurrent(cells.KRUCell(factored=False, **kw), fused=False,
@@ -331,6 +336,21 @@ def test_factored_kru_gradients_equal_the_dense_kru(complex_valued, x64):
     jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9,
                                                                    atol=1e-9), got, want)
   assert np.all(np.asarray(want[0]["cell"]["factor_0"]) != 0)
+
+
+def test_kronecker_blocks_merge_consecutive_factors_into_the_same_product(x64):
+  rng = np.random.default_rng(7)
+  factors = [rng.normal(size=(2, 2)) + 1j * rng.normal(size=(2, 2)) for _ in range(9)]
+  blocks = geometry.kronecker_blocks(tuple(jnp.asarray(f) for f in factors), 32)
+  assert [b.shape[0] for b in blocks] == [32, 16]
+  np.testing.assert_allclose(np.asarray(geometry.kronecker_matrix(blocks)), _np_kron(factors),
+                             rtol=TOL64, atol=TOL64)
+  mixed = tuple(jnp.asarray(rng.normal(size=(q, q))) for q in (2, 5, 3, 2))
+  assert [b.shape[0] for b in geometry.kronecker_blocks(mixed, 4)] == [2, 5, 3, 2]
+  assert [b.shape[0] for b in geometry.kronecker_blocks(mixed, 10)] == [10, 6]
+  assert geometry.kronecker_blocks(mixed, 1)[1] is mixed[1]  # a factor above max_size alone
+  with pytest.raises(ValueError, match=r"kronecker_blocks: argument 'max_size' must be an int"):
+    geometry.kronecker_blocks(mixed, 0)
 
 
 def test_kru_rows_applies_the_real_embedding_of_w(x64):
@@ -437,6 +457,8 @@ def test_parameter_counts_match_the_tables():
      r"argument 'activation' must be one of \['modrelu', 'tanh'\]; got 'relu'"),
     (cells.KRUCell(4, factor_size=1),
      r"KRUCell: argument 'factor_size' must be an int >= 2; got 1"),
+    (cells.KRUCell(4, block_size=0),
+     r"KRUCell: argument 'block_size' must be an int >= 1; got 0"),
     (cells.KRUCell(4, unitary_penalty=-0.5),
      r"KRUCell: argument 'unitary_penalty' must be a finite number >= 0; got -0.5"),
     (cells.KRUCell(4, activation="tanh"),

@@ -171,10 +171,14 @@ class KRUCell(_UnitaryKernelCell):
   (label ``'default'``, any optimiser). ``V`` is the Glorot-uniform input projection (to
   ``[x V_re | x V_im]`` when complex), ``b`` the real modReLU bias ``U(+-0.01)``.
 
-  ``factored=True`` (default): each step multiplies the state by the factors (the reshaped
-  state contracted with one factor after the other, ``O(n sum_f p_f)``), and the fused scan
-  is :func:`lvf_jax.recurrences.rnn_scan` with :func:`kru_rows` as its structured operator;
-  ``False``: ``prepare`` forms the dense ``W`` (the same function and parameters).
+  ``factored=True`` (default): ``prepare`` merges consecutive factors, once per sequence,
+  into Kronecker blocks of size at most ``block_size``
+  (:func:`lvf_jax.geometry.kronecker_blocks`; the same ``W``), and each step multiplies the
+  state by the blocks (the reshaped state contracted with one block after the other,
+  ``O(n sum_b p_b)``); the fused scan is :func:`lvf_jax.recurrences.rnn_scan` with
+  :func:`kru_rows` as its structured operator. ``block_size <= factor_size`` applies the
+  stored factors one by one. ``False``: ``prepare`` forms the dense ``W`` (the same
+  function and parameters).
 
   Attributes:
     features: hidden size ``n`` (complex units when ``complex_valued``).
@@ -182,6 +186,9 @@ class KRUCell(_UnitaryKernelCell):
     complex_valued: complex factors and state (default) or real.
     unitary_penalty: ``lambda >= 0`` of the soft unitary penalty (default 0: none).
     factored: apply the factors each step instead of the dense ``W`` (default True).
+    block_size: the largest Kronecker block ``prepare`` forms from consecutive factors when
+      ``factored`` (default 32: ``n = 512`` with ``2 x 2`` factors is applied as blocks of 32
+      and 16). A parameterisation-free choice: it changes the cost, not ``W``.
     activation: ``'modrelu'``; a real KRU also accepts ``'tanh'``.
     kernel_init, bias_init: input kernel and modReLU bias initialisers.
   """
@@ -190,6 +197,7 @@ class KRUCell(_UnitaryKernelCell):
   complex_valued: bool = True
   unitary_penalty: float = 0.0
   factored: bool = True
+  block_size: int = 32
   activation: str = "modrelu"
   kernel_init: base.Initializer = nn.initializers.glorot_uniform()
   bias_init: Optional[base.Initializer] = None
@@ -203,6 +211,7 @@ class KRUCell(_UnitaryKernelCell):
     n = _validation.check_features(name, self.features)
     self._check_activation(name)
     _validation.check_nonnegative_number(name, "unitary_penalty", self.unitary_penalty)
+    _validation.check_int(name, "block_size", self.block_size)
     try:
       sizes = geometry.kronecker_sizes(n, self.factor_size)
     except ValueError as e:
@@ -233,13 +242,22 @@ class KRUCell(_UnitaryKernelCell):
       total = sum(geometry.gram_penalty(f) for f in self.complex_factors())
       regularization.sow_loss(self, "unitary_penalty", self.unitary_penalty * total)
 
+  def kronecker_blocks(self) -> tuple[Array, ...]:
+    """The factors merged into blocks of at most ``block_size``
+    (:func:`lvf_jax.geometry.kronecker_blocks`), stored as the factors are: real pairs
+    ``[Re B, Im B]`` when complex."""
+    blocks = geometry.kronecker_blocks(self.complex_factors(), self.block_size)
+    if not self.state_is_complex:
+      return blocks
+    return tuple(geometry.pair_from_complex(b) for b in blocks)
+
   def prepare(self, dtype: Optional[base.Dtype] = None) -> dict[str, Any]:
-    """``{'kernel': K, 'bias': b}``; with ``factored`` the kernel is the tuple of stored
-    factors (applied by :func:`kru_rows`)."""
+    """``{'kernel': K, 'bias': b}``; with ``factored`` the kernel is the tuple of Kronecker
+    blocks (:meth:`kronecker_blocks`, applied by :func:`kru_rows`)."""
     if not self.factored:
       return super().prepare(dtype)
     self.regularize()
-    prep = {"kernel": tuple(self.factors), "bias": self.activation_bias()}
+    prep = {"kernel": self.kronecker_blocks(), "bias": self.activation_bias()}
     return base.cast_tree(prep, self._prep_dtype(dtype))
 
   @nn.nowrap

@@ -8,6 +8,7 @@ from lvf_jax.geometry.activations import modrelu, modrelu_split
 from lvf_jax.geometry.factored import (
     gram_penalty,
     kronecker_apply,
+    kronecker_blocks,
     kronecker_matrix,
     kronecker_sizes,
     margin_matrix,
@@ -100,8 +101,8 @@ __all__ = [
     "eunn_layer", "eunn_matrix", "eunn_rotations",
     "expm", "expm_taylor", "exponential", "fft_pairs", "flux", "get_integrator", "givens_pairs",
     "grad", "gram_penalty", "haar_orthogonal", "haar_skew", "haar_unitary", "henaff",
-    "inverse_scaled_cayley", "kronecker_apply", "kronecker_matrix", "kronecker_sizes",
-    "margin_matrix",
+    "inverse_scaled_cayley", "kronecker_apply", "kronecker_blocks", "kronecker_matrix",
+    "kronecker_sizes", "margin_matrix",
     "midpoint", "modrelu", "modrelu_bias", "modrelu_split", "neumann_inverse_step",
     "neumann_inverse_update", "neumann_product", "num_skew_params", "orthogonal_log",
     "orthogonality_error", "packed_from_skew", "pair_from_complex", "phase",

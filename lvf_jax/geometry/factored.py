@@ -114,6 +114,33 @@ def kronecker_matrix(factors: Sequence[Array]) -> Array:
   return w
 
 
+def kronecker_blocks(factors: Sequence[Array], max_size: Any) -> tuple[Array, ...]:
+  """The same Kronecker product with fewer, larger factors: consecutive factors merged
+  (:func:`kronecker_matrix` of each run) while a block's size stays at most ``max_size``;
+  a factor larger than ``max_size`` stays alone. ``kronecker_matrix`` of the result equals
+  ``kronecker_matrix(factors)`` (associativity of the Kronecker product); nine ``2 x 2``
+  factors with ``max_size = 32`` give blocks of 32 and 16. Applied by :func:`kronecker_apply`,
+  a row costs ``O(n sum_b p_b)`` in ``len(blocks)`` contractions instead of ``len(factors)``:
+  fewer, larger products, which processors run faster than many ``2 x 2`` ones.
+
+  Args:
+    factors: square matrices (real or complex), as for :func:`kronecker_matrix`.
+    max_size: the largest block size formed, an int >= 1.
+  """
+  fn = "kronecker_blocks"
+  sizes = _check_factors(fn, factors)
+  _validation.check_int(fn, "max_size", max_size, 1)
+  blocks, run, size = [], [], 1
+  for f, p in zip(factors, sizes):
+    if run and size * p > max_size:
+      blocks.append(kronecker_matrix(run))
+      run, size = [], 1
+    run.append(f)
+    size *= p
+  blocks.append(kronecker_matrix(run))
+  return tuple(blocks)
+
+
 def kronecker_apply(factors: Sequence[Array], x: Array) -> Array:
   """``W x`` for every row ``x`` of ``x`` (``(..., n)``), ``W = kronecker_matrix(factors)``,
   applied factor by factor: the row reshaped to ``(p_0, ..., p_{F-1})`` (row-major, the
