@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from lvf_jax import cells
+import tolerances
 
 N, M, B, T = 6, 3, 3, 7
 
@@ -41,7 +42,9 @@ def python_loop(cell, variables, x, carry, reverse=False):
   return carry, jnp.stack(ys, axis=1)
 
 
-def close(a, b, tol=1e-5):
+def close(a, b, tol=tolerances.F32["rtol"]):
+  """Every leaf of ``a`` equals ``b`` to ``rtol = atol = tol`` (default: float32 rounding of
+  the short chains these tests compare, :data:`tolerances.F32`)."""
   jax.tree_util.tree_map(lambda u, v: np.testing.assert_allclose(u, v, rtol=tol, atol=tol), a, b)
 
 

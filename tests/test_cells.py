@@ -17,6 +17,7 @@ from lvf_jax import cells, layers
 from np_reference import (B, M, N, _np, init_apply, kernel_of, np_directional_derivative,
                           np_lvf_matrix, np_modrelu, np_skew_from_triu,
                           replace_param)
+import tolerances as tol
 
 # --------------------------------------------------------------------- lvfRNN
 
@@ -274,7 +275,7 @@ def test_exprnn_step_matches_paper(init):
   u_col = _np(p["input"]["kernel"]).T
   for i in range(B):
     want = np_modrelu(w @ _np(h[i]) + u_col @ _np(x[i]), _np(p["bias"]))
-    np.testing.assert_allclose(out[i], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[i], want, **tol.F32)
 
 
 def test_exprnn_dynamic_base():
@@ -287,7 +288,7 @@ def test_exprnn_dynamic_base():
   p = variables["params"]
   w = q @ scipy.linalg.expm(np_skew_from_triu(_np(p["skew"])))
   want = np_modrelu(_np(h) @ w.T + _np(x) @ _np(p["input"]["kernel"]), _np(p["bias"])[None])
-  np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(out, want, **tol.F32)
 
 
 @pytest.mark.parametrize("cls", [cells.ExpRNNCell, cells.ScoRNNCell, cells.NNRNNCell])
@@ -300,7 +301,7 @@ def test_matrix_parameterisation(cls):
   np.testing.assert_allclose(w.T @ w, np.eye(N), atol=1e-5)
   if cls is not cells.NNRNNCell:
     want = np_modrelu(_np(h) @ w.T + _np(x) @ _np(p["input"]["kernel"]), _np(p["bias"])[None])
-    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out, want, **tol.F32)
 
 
 @pytest.mark.parametrize("rho", [0, 2, 5, N])
@@ -320,7 +321,7 @@ def test_scornn_step_matches_paper_column_form(rho):
   assert np.max(np.abs(u)) <= 0.01
   for i in range(B):
     want = np_modrelu(w @ _np(h[i]) + u.T @ _np(x[i]), _np(p["bias"]))
-    np.testing.assert_allclose(out[i], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[i], want, **tol.F32)
   if 0 < rho < N:  # the transposed convention (D acting last) would differ
     k = _np(kernel_of(cell, variables)["kernel"])
     assert not np.allclose(k, (d @ np.linalg.solve(eye + a, eye - a)).T, atol=1e-3)

@@ -12,6 +12,7 @@ import scipy.linalg
 from lvf_jax import cells, layers
 from np_reference import (B, M, N, _np, init_apply, kernel_of, np_modrelu, np_sigmoid,
                           np_skew_from_triu)
+import tolerances as tol
 
 # ----------------------------------------------------------------------- NC-GRU
 
@@ -52,7 +53,7 @@ def test_ncgru_step_matches_eq19(orthogonal_reset, orthogonal_param):
     z = np_sigmoid(w_u @ xx + u_u @ hh + _np(p["bias_u"]))
     c = np_modrelu(w_c @ xx + u_c @ (r * hh), _np(p["bias_c"]))  # r BEFORE the matmul
     want = (1 - z) * hh + z * c
-    np.testing.assert_allclose(out[i], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[i], want, **tol.F32)
 
 
 # -------------------------------------------------------------- AntisymmetricRNN
@@ -93,7 +94,7 @@ def test_antisymmetric_step_matches_eqs_12_13(gated):
       want = hh + eps * z * np.tanh(pre)
     else:
       want = hh + eps * np.tanh(pre)
-    np.testing.assert_allclose(out[i], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[i], want, **tol.F32)
 
 
 def test_gated_antisymmetric_projects_a_pair():
@@ -107,8 +108,8 @@ def test_gated_antisymmetric_projects_a_pair():
   variables = {"params": {**variables["params"], "input": {"kernel": p["kernel"], "bias": bias}}}
   u_h, u_z = cell.apply(variables, x, method=lambda c, xx: c.project_inputs(xx))
   want = _np(x) @ _np(p["kernel"]) + _np(bias)
-  np.testing.assert_allclose(u_h, want[:, :N], rtol=1e-5, atol=1e-5)
-  np.testing.assert_allclose(u_z, want[:, N:], rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(u_h, want[:, :N], **tol.F32)
+  np.testing.assert_allclose(u_z, want[:, N:], **tol.F32)
   prep = cell.apply(variables, method=lambda c: c.prepare())
   a = cell.step(prep, h, (u_h, u_z))[0]
   b = cell.step(prep, h, jnp.concatenate([u_h, u_z], axis=-1))[0]
@@ -182,7 +183,7 @@ def test_nnrnn_step_matches_eq5():
   u = _np(p["input"]["kernel"]).T
   for i in range(B):
     want = np_modrelu(v @ _np(h[i]) + u @ _np(x[i]), _np(p["bias"]))
-    np.testing.assert_allclose(out[i], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[i], want, **tol.F32)
 
 
 def test_nnrnn_init_is_orthogonal():
@@ -255,7 +256,7 @@ def test_tanh_rnn_baselines():
     p = variables["params"]
     want = np.tanh(_np(h) @ _np(p["recurrent"]) + _np(x) @ _np(p["input"]["kernel"])
                    + _np(p["input"]["bias"])[None])
-    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out, want, **tol.F32)
   k = _np(cells.OrthInitRNNCell(N).init(jax.random.key(0), jnp.zeros((1, N)),
                                         jnp.zeros((1, M)))["params"]["recurrent"])
   np.testing.assert_allclose(k.T @ k, np.eye(N), atol=1e-5)

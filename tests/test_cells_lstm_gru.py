@@ -8,6 +8,7 @@ import pytest
 from flax import linen as nn
 
 from lvf_jax import cells, layers
+import tolerances as tol
 
 N, M, B, T = 5, 3, 2, 6
 PAIRS = [("lstm", cells.LSTMCell, nn.OptimizedLSTMCell), ("lstm", cells.LSTMCell, nn.LSTMCell),
@@ -79,7 +80,7 @@ def test_sequence_outputs_and_gradients_equal_flax(name, ours, theirs):
                                           jax.value_and_grad(lambda q: loss(flax_rnn, q))(p)))(
                                               params)
   np.testing.assert_allclose(l1, l2, rtol=1e-5)
-  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5),
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, **tol.F32_GRAD),
                          g1, g2)
   zero = [jax.tree_util.keystr(k) for k, g in jax.tree_util.tree_leaves_with_path(g1)
           if not np.any(np.asarray(g) != 0)]
@@ -97,8 +98,8 @@ def test_lstm_step_matches_numpy_equations():
   (c_new, h_new), y = cell.apply({"params": p32}, (jnp.asarray(c), jnp.asarray(h)),
                                  jnp.asarray(x))
   want_c, want_h = np_lstm_step(params, c, h, x)
-  np.testing.assert_allclose(c_new, want_c, rtol=1e-5, atol=1e-5)
-  np.testing.assert_allclose(h_new, want_h, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(c_new, want_c, **tol.F32)
+  np.testing.assert_allclose(h_new, want_h, **tol.F32)
   np.testing.assert_array_equal(y, h_new)
 
 
@@ -109,7 +110,7 @@ def test_gru_step_matches_numpy_equations():
   params = _np_params(cell.init(jax.random.key(3), jnp.asarray(h), jnp.asarray(x))["params"])
   p32 = jax.tree_util.tree_map(lambda v: jnp.asarray(v, jnp.float32), params)
   h_new, y = cell.apply({"params": p32}, jnp.asarray(h), jnp.asarray(x))
-  np.testing.assert_allclose(h_new, np_gru_step(params, h, x), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(h_new, np_gru_step(params, h, x), **tol.F32)
   np.testing.assert_array_equal(y, h_new)
 
 
@@ -152,7 +153,7 @@ def test_gated_cells_project_three_arrays_and_step_takes_either_form(name):
     b_z = p["bias_z"] if name == "goru" else p["bias_u"]
     want = [xn @ k[:, :N] + p["bias_r"], xn @ k[:, N:2 * N] + b_z, xn @ k[:, 2 * N:]]
   for got, w in zip(u, want):
-    np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got, w, **tol.F32)
   prep = cell.apply(v, method=lambda c: c.prepare())
   u0 = tuple(a[0] for a in u)
   a = cell.step(prep, h, u0)[0]
@@ -183,6 +184,6 @@ def test_lstm_forget_bias_starts_the_forget_gate_bias_there_and_runs_the_equatio
     c, h = np_lstm_step(p, c, h, np.asarray(x[:, t], np.float64))
     want.append(h)
   got = layer.apply({"params": {"cell": params}}, x)
-  np.testing.assert_allclose(np.asarray(got), np.stack(want, 1), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(np.asarray(got), np.stack(want, 1), **tol.F32)
   with pytest.raises(ValueError, match="'forget_bias' must be a finite number"):
     layers.Recurrent(cells.LSTMCell(N, forget_bias=float("inf"))).init(jax.random.key(1), x)

@@ -14,6 +14,7 @@ from jax import test_util as jtu
 
 from lvf_jax import cells, geometry, layers, models, optim
 from np_reference import B, M, _np, init_apply, np_modrelu, np_sigmoid
+import tolerances as tol
 
 # ------------------------------------------------------------- NumPy references
 
@@ -237,7 +238,7 @@ def test_complex_to_real_kernel_acts_as_w_on_split_states():
   h = rng.normal(size=(4, n)) + 1j * rng.normal(size=(4, n))
   k = np.asarray(geometry.complex_to_real_kernel(jnp.asarray(w, jnp.complex64)), np.float64)
   out = np.concatenate([h.real, h.imag], -1) @ k
-  np.testing.assert_allclose(out[:, :n] + 1j * out[:, n:], (w @ h.T).T, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(out[:, :n] + 1j * out[:, n:], (w @ h.T).T, **tol.F32)
   q, _ = np.linalg.qr(w)  # unitary -> orthogonal embedding
   kq = np.asarray(geometry.complex_to_real_kernel(jnp.asarray(q, jnp.complex64)), np.float64)
   np.testing.assert_allclose(kq.T @ kq, np.eye(2 * n), atol=1e-5)
@@ -425,7 +426,7 @@ def test_layer_gradients_equal_nn_rnn_and_loop(name):
            for f in (lambda p, xx: layer.apply({"params": p}, xx),
                      lambda p, xx: rnn.apply({"params": p}, xx), loop)]
   for g in grads[1:]:
-    jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5),
+    jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, **tol.F32_GRAD),
                            grads[0], g)
   assert all(np.any(np.asarray(g) != 0) for g in jax.tree_util.tree_leaves(grads[0]))
 

@@ -15,9 +15,9 @@ from flax import linen as nn
 from flax import nnx
 
 from lvf_jax import cells, layers
+import tolerances as tol
 
 N, D, B, T = 8, 3, 2, 5
-EPS = float(jnp.finfo(jnp.float32).eps)
 
 
 def _make(name: str) -> Callable[..., Any]:
@@ -64,7 +64,7 @@ def _tol(ref) -> float:
   """Float32 rounding of a sum over ``T`` steps of ``N``-term products, relative to the
   largest magnitude (the two paths add the same terms in another order)."""
   scale = max(1.0, max(float(np.max(np.abs(np.asarray(r)))) for r in jax.tree_util.tree_leaves(ref)))
-  return 16 * T * N * EPS * scale
+  return tol.recurrence(T, N, scale)
 
 
 def _assert_trees_close(a, b):

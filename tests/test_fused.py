@@ -17,6 +17,7 @@ from hypothesis import given, settings, strategies as st
 from lvf_jax import cells, layers
 from lvf_jax import recurrences as fused
 from layer_helpers import reference_scan
+import tolerances as tol
 
 T, B, N = 6, 3, 6
 CONFIGS = [(False, None), (True, np.array([6, 2, 0])), (False, np.array([6, 2, 0]))]
@@ -128,8 +129,8 @@ def test_rnn_forward_matches_numpy(activation, use_bias, reverse, lengths, x64):
   k = np.asarray(kernel)
   ref_h, ref_ys = np_scan(lambda h, u_t: np_act(activation, h @ k + u_t, nb),
                           np.asarray(u), np.asarray(h0), reverse, lengths)
-  np.testing.assert_allclose(hs, ref_ys, rtol=1e-12, atol=1e-12)
-  np.testing.assert_allclose(h_last, ref_h, rtol=1e-12, atol=1e-12)
+  np.testing.assert_allclose(hs, ref_ys, **tol.F64)
+  np.testing.assert_allclose(h_last, ref_h, **tol.F64)
 
 
 @pytest.mark.parametrize("activation, reverse, lengths", GRAD_CASES)
@@ -143,7 +144,7 @@ def test_rnn_grads_match_autodiff_x64(activation, reverse, lengths, x64):
   got = jax.grad(f, argnums=(0, 1, 2, 3))(kernel, u, h0, bias)
   want = jax.grad(g, argnums=(0, 1, 2, 3))(kernel, u, h0, bias)
   for a, b in zip(got, want):
-    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(a, b, **tol.F64_GRAD)
 
 
 @pytest.mark.parametrize("activation", ["tanh", "modrelu"])
@@ -156,7 +157,7 @@ def test_rnn_grads_match_autodiff_float32(activation):
   want = jax.jit(jax.grad(g, argnums=(0, 1, 2, 3)))(kernel, u, h0, bias)
   for a, b in zip(got, want):
     assert a.dtype == jnp.float32
-    np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
+    np.testing.assert_allclose(a, b, **tol.F32_GRAD)
 
 
 @pytest.mark.parametrize("activation", ["tanh", "modrelu"])
@@ -187,8 +188,8 @@ def test_euler_forward_matches_numpy(gated, reverse, lengths, x64):
     return h + eps * np.tanh(a + u_t)
 
   ref_h, ref_ys = np_scan(step, np.asarray(u), np.asarray(h0), reverse, lengths)
-  np.testing.assert_allclose(hs, ref_ys, rtol=1e-12, atol=1e-12)
-  np.testing.assert_allclose(h_last, ref_h, rtol=1e-12, atol=1e-12)
+  np.testing.assert_allclose(hs, ref_ys, **tol.F64)
+  np.testing.assert_allclose(h_last, ref_h, **tol.F64)
 
 
 @pytest.mark.parametrize("gated", [False, True])
@@ -203,7 +204,7 @@ def test_euler_grads_match_autodiff_x64(gated, reverse, lengths, x64):
   got = jax.grad(f, argnums=(0, 1, 2))(kernel, u, h0)
   want = jax.grad(g, argnums=(0, 1, 2))(kernel, u, h0)
   for a, b in zip(got, want):
-    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(a, b, **tol.F64_GRAD)
 
 
 @pytest.mark.parametrize("gated", [False, True])
@@ -218,7 +219,7 @@ def test_euler_grads_float32_and_finite_differences(gated, x64):
     g32 = objective(lambda k, u, h: plain_euler(k, u, h, 0.5, gated))
     for a, b in zip(jax.grad(f32, (0, 1, 2))(*args32), jax.grad(g32, (0, 1, 2))(*args32)):
       assert a.dtype == jnp.float32
-      np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5)
+      np.testing.assert_allclose(a, b, **tol.F32_GRAD)
 
 
 def test_gated_euler_pair_equals_concatenated_inputs_x64(x64):
@@ -272,14 +273,14 @@ def test_euler_in_place_activations_mask_unroll_x64(gated, reverse, x64):
   for a, b in zip(jax.tree.leaves(after), jax.tree.leaves(split(u))):
     np.testing.assert_array_equal(a, b)
   ref_last, ref_hs = plain_euler(kernel, u, h0, eps, gated, reverse, mask)
-  np.testing.assert_allclose(hs, ref_hs, rtol=1e-12, atol=1e-12)
-  np.testing.assert_allclose(h_last, ref_last, rtol=1e-12, atol=1e-12)
+  np.testing.assert_allclose(hs, ref_hs, **tol.F64)
+  np.testing.assert_allclose(h_last, ref_last, **tol.F64)
 
   f = objective(lambda k, uu, h: run(k, split(uu), h)[:2])
   g = objective(lambda k, uu, h: plain_euler(k, uu, h, eps, gated, reverse, mask))
   for a, b in zip(jax.grad(f, argnums=(0, 1, 2))(kernel, u, h0),
                   jax.grad(g, argnums=(0, 1, 2))(kernel, u, h0)):
-    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(a, b, **tol.F64_GRAD)
 
 
 # Temporary memory of a training step, in (T, B, n) float32 sequences, that the in-place
@@ -339,7 +340,7 @@ def test_jit_vmap_and_checkpoint():
 
   got = jax.jit(jax.vmap(jax.grad(loss), in_axes=(0, None, None, None)))(kernels, u, h0, bias)
   want = jax.vmap(jax.grad(ref), in_axes=(0, None, None, None))(kernels, u, h0, bias)
-  np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-5)
+  np.testing.assert_allclose(got, want, **tol.F32_GRAD)
   ck = jax.jit(jax.grad(jax.checkpoint(loss), argnums=(0, 1)))(kernel, u, h0, bias)
   plain = jax.grad(loss, argnums=(0, 1))(kernel, u, h0, bias)
   for a, b in zip(ck, plain):
@@ -406,10 +407,10 @@ def test_cell_fused_scan_matches_recurrent_layer(name, kw):
     return cell.apply({"params": p["cell"]}, method=run)
 
   for a, b in zip(via_fused(params), via_layer(params)):
-    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(a, b, **tol.F32)
   g_f = jax.grad(objective(via_fused))(params)
   g_l = jax.grad(objective(via_layer))(params)
-  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5),
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, **tol.F32_GRAD),
                          g_f, g_l)
 
 
@@ -442,7 +443,7 @@ def test_input_kernel_matches_hoisted_projection_x64(activation, reverse, length
   np.testing.assert_allclose(f(kernel, x, w, h0, bias), g(kernel, x, w, h0, bias), rtol=1e-12)
   for a, b in zip(jax.grad(f, argnums=tuple(range(5)))(kernel, x, w, h0, bias),
                   jax.grad(g, argnums=tuple(range(5)))(kernel, x, w, h0, bias)):
-    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(a, b, **tol.F64_GRAD)
 
 
 def test_input_kernel_shape_error():

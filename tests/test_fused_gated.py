@@ -9,6 +9,7 @@ from jax import test_util as jtu
 
 from lvf_jax import recurrences as fused_gated
 from lvf_jax.recurrences import gated as gated_scans
+import tolerances as tol
 
 N, T = 4, 6
 LENGTHS = np.array([T, 2, 4])
@@ -93,7 +94,7 @@ def test_ncgru_matches_autodiff_of_reference_x64(reverse, lengths, x64):
   w = jnp.asarray(np.random.default_rng(9).standard_normal((T, 3, N)))
   out_f = fused_gated.ncgru_scan(*args, reverse=reverse, mask=mask)
   out_r = ncgru_ref(*args, reverse=reverse, mask=mask)
-  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12),
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, **tol.F64),
                          out_f, out_r)
   # the negative biases cut units off (c = 0): both branches of modReLU are exercised
   u3 = tuple(jnp.split(args[3], 3, axis=-1))  # the core takes the three inputs apart
@@ -174,7 +175,7 @@ def test_matches_autodiff_of_reference_x64(cell, reverse, lengths, x64):
   args = (kernel, bias, u, carry)
   out_f = fused(*args, reverse=reverse, mask=mask)
   out_r = ref(*args, reverse=reverse, mask=mask)
-  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12),
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, **tol.F64),
                          out_f, out_r)
   g_f = jax.jit(jax.grad(f_fused, argnums=(0, 1, 2, 3)))(*args)
   g_r = jax.jit(jax.grad(f_ref, argnums=(0, 1, 2, 3)))(*args)
@@ -285,7 +286,7 @@ def test_input_kernel_matches_the_projected_inputs_x64(scan, reverse, x64):
   project = lambda xx, ww, bb: jnp.einsum("tbd,dk->tbk", xx, ww) + bb[None, None]
   hoisted = lambda xx, ww, bb: _loss(run(project(xx, ww, bb)), out_w)
   in_loop = lambda xx, ww, bb: _loss(run(xx, input_kernel=ww, input_bias=bb), out_w)
-  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12),
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, **tol.F64),
                          run(x, input_kernel=w_in, input_bias=b_in),
                          run(project(x, w_in, b_in)))
   g_loop = jax.jit(jax.grad(in_loop, argnums=(0, 1, 2)))(x, w_in, b_in)

@@ -10,6 +10,7 @@ import pytest
 from flax import linen as nn
 from jax import test_util as jtu
 
+from layer_helpers import close, init_params, python_loop
 from lvf_jax import cells, layers
 
 N = 6
@@ -30,23 +31,6 @@ def data(key=0, batch=2, steps=5, m=3):
   return jax.random.normal(jax.random.key(key), (batch, steps, m))
 
 
-def init_params(module, x, seed=1):
-  return jax.jit(module.init)(jax.random.key(seed), x)["params"]
-
-
-def python_loop(cell, variables, x, carry):
-  """Reference: the cell's own ``__call__`` applied step by step in Python."""
-  ys = []
-  for t in range(x.shape[1]):
-    carry, y = cell.apply(variables, carry, x[:, t])
-    ys.append(y)
-  return carry, jnp.stack(ys, axis=1)
-
-
-def _close(a, b, tol=1e-5):
-  jax.tree_util.tree_map(lambda u, v: np.testing.assert_allclose(u, v, rtol=tol, atol=tol), a, b)
-
-
 @pytest.mark.parametrize("name", ALL_CELLS)
 def test_forward_layer_equals_loop_and_nn_rnn(name):
   cell = make(name)
@@ -55,9 +39,9 @@ def test_forward_layer_equals_loop_and_nn_rnn(name):
   x = data()
   params = init_params(layer, x)
   out1, out3 = jax.jit(lambda p: (layer.apply({"params": p}, x), rnn.apply({"params": p}, x)))(params)
-  _close(out1, out3)  # same variable tree: parameters under 'cell'
+  close(out1, out3)  # same variable tree: parameters under 'cell'
   carry0 = cell.initialize_carry(jax.random.key(0), x[:, 0].shape)
-  _close(out1, python_loop(cell, {"params": params["cell"]}, x, carry0))
+  close(out1, python_loop(cell, {"params": params["cell"]}, x, carry0))
 
 
 @pytest.mark.parametrize("name", GRAD_CELLS)
@@ -79,7 +63,7 @@ def test_gradients_layer_equal_nn_rnn(name):
             jax.grad(lambda *a: loss(rnn, *a), (0, 1))(p, xx))
 
   g1, g3 = both(params, x)
-  _close(g1, g3, tol=2e-4)
+  close(g1, g3, tol=2e-4)
   assert all(np.all(np.isfinite(g)) for g in jax.tree_util.tree_leaves(g1))
   assert all(np.any(g != 0) for g in jax.tree_util.tree_leaves(g1))
 
@@ -100,5 +84,5 @@ def test_scan_equals_loop_grad_x64(x64):
 
   f_jit = jax.jit(f_layer)
   np.testing.assert_allclose(f_jit(params), f_loop(params), rtol=1e-12)
-  _close(jax.grad(f_jit)(params), jax.jit(jax.grad(f_loop))(params), tol=1e-10)
+  close(jax.grad(f_jit)(params), jax.jit(jax.grad(f_loop))(params), tol=1e-10)
   jtu.check_grads(f_jit, (params,), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)

@@ -13,6 +13,7 @@ from lvf_jax import recurrences as fused_lib
 from lvf_jax.layers import recurrent as recurrent_lib
 
 from layer_helpers import B, N, T, close, data, init_params, make, slow_unless
+import tolerances as tol
 
 # Every cell whose fused scan is rnn_scan: modReLU (expRNN, nnRNN, uRNN complex state,
 # full-capacity uRNN), tanh with an input bias (tanh RNN), lvfRNN, scoRNN; and the gated
@@ -165,5 +166,5 @@ def test_gated_input_weights_are_the_concatenated_projections(name):
   u = cell.apply(params, x, method=lambda c, xx: c.project_inputs(xx))
   u = jnp.concatenate(u, axis=-1) if isinstance(u, tuple) else u
   ref = x @ w if b is None else x @ w + b[None, None]
-  np.testing.assert_allclose(u, ref, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(u, ref, **tol.F32)
   assert (b is None) == (name == "lstm")

@@ -7,6 +7,7 @@ import pytest
 from flax import linen as nn
 from flax import nnx
 
+from layer_helpers import close
 from lvf_jax import cells, layers, models
 from lvf_jax.regularization import regularization_loss, regularization_terms
 
@@ -15,10 +16,6 @@ B, T, M = 2, 6, 3
 
 def data(key=0, batch=B, steps=T):
   return jax.random.normal(jax.random.key(key), (batch, steps, M))
-
-
-def _close(a, b, tol=1e-5):
-  jax.tree_util.tree_map(lambda u, v: np.testing.assert_allclose(u, v, rtol=tol, atol=tol), a, b)
 
 
 def test_stack_equals_chained_layers_and_dropout():
@@ -32,7 +29,7 @@ def test_stack_equals_chained_layers_and_dropout():
   h = x
   for i, cell in enumerate([cells.LVFRNNCell(5), cells.NCGRUCell(4), nn.GRUCell(3)]):
     h = layers.Recurrent(cell).apply({"params": p[f"layer_{i}"]}, h)
-  _close(y, h)
+  close(y, h)
   y_drop = stack.apply(variables, x, deterministic=False, rngs={"dropout": jax.random.key(1)})
   assert y_drop.shape == y.shape and not np.allclose(y_drop, y)
 
@@ -60,7 +57,7 @@ def test_input_and_output_dropout_of_the_heads():
   rnn = layers.Recurrent(cells.GRUCell(5)).apply(
       {"params": variables["params"]["rnn"]["layer_0"]}, jnp.asarray(dropped))
   p = variables["params"]["head"]
-  _close(y, rnn @ p["kernel"] + p["bias"][None, None])
+  close(y, rnn @ p["kernel"] + p["bias"][None, None])
   # output_dropout_rate None: the head takes dropout_rate
   plain = models.SequencePredictor([cells.GRUCell(5)], num_outputs=vocab, vocab_size=vocab,
                                    embed_dim=8, dropout_rate=0.5)
@@ -87,7 +84,7 @@ def test_classifier_uses_last_valid_step():
     h = layers.Recurrent(cells.ExpRNNCell(4)).apply({"params": p["rnn"]["layer_0"]},
                                                     x[b:b + 1, :n_b])[:, -1]
     want = h @ p["head"]["kernel"] + p["head"]["bias"][None]
-    _close(logits[b:b + 1], want)
+    close(logits[b:b + 1], want)
 
 
 def test_language_model_and_truncated_bptt():
@@ -100,8 +97,8 @@ def test_language_model_and_truncated_bptt():
   assert logits.shape == (B, 8, vocab) and len(carries) == 2
   l1, c1 = model.apply(variables, tokens[:, :5], return_carries=True)
   l2, c2 = model.apply(variables, tokens[:, 5:], initial_carries=c1, return_carries=True)
-  _close(jnp.concatenate([l1, l2], axis=1), logits)
-  _close(c2, carries)
+  close(jnp.concatenate([l1, l2], axis=1), logits)
+  close(c2, carries)
   with pytest.raises(ValueError, match="integer tokens"):
     model.apply(variables, tokens.astype(jnp.float32))
 
@@ -167,7 +164,7 @@ def test_nnx_bridge():
   y = model(x)
   params = nnx.state(model, nnx.Param)
   linen_params = jax.tree_util.tree_map(lambda v: v, nnx.to_pure_dict(params))
-  _close(y, layer.apply({"params": linen_params}, x))
+  close(y, layer.apply({"params": linen_params}, x))
 
   def loss(m):
     return jnp.mean(m(x) ** 2)
@@ -208,9 +205,9 @@ def test_nnx_regularization_reaches_the_loss_and_gradient_as_in_linen(cell):
 
   penalty = linen_loss(params) - jnp.mean(layer.apply({"params": params}, x) ** 2)
   assert penalty > 1e-3
-  _close(nnx_loss(model), linen_loss(params))
+  close(nnx_loss(model), linen_loss(params))
   expected = jax.grad(linen_loss)(params)
   got = nnx.to_pure_dict(nnx.grad(nnx_loss)(model))
-  jax.tree_util.tree_map(lambda a, b: _close(a, b), got, expected)
+  jax.tree_util.tree_map(lambda a, b: close(a, b), got, expected)
   assert set(regularization_terms(model)) == set(
       regularization_terms(layer.apply({"params": params}, x, mutable=["losses"])[1]))

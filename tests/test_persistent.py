@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from lvf_jax import recurrences
+import tolerances as tol
 
 T, B, N = 7, 3, 8
-EPS = float(jnp.finfo(jnp.float32).eps)
 
 
 def _inputs(seed=0):
@@ -22,7 +22,7 @@ def _inputs(seed=0):
 def _tol(scale: float) -> float:
   """Float32 rounding of ``T`` steps of ``N``-term products (each step's error propagates
   through at most ``T`` further products of norm about one here)."""
-  return 16 * T * N * EPS * max(1.0, scale)
+  return tol.recurrence(T, N, scale)
 
 
 def _numpy_loop(k, u, h0):

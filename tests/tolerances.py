@@ -1,0 +1,71 @@
+"""The shared tolerances of the numerical tests, and where they come from.
+
+Two computations of the same quantity that add the same terms in another order (a NumPy
+float64 reference, another BLAS kernel, CPU kind or thread count, a Python loop against a
+scan, a hand-written VJP against autodiff) differ by rounding alone. For a sum or dot product
+of ``n`` terms the rounding error is at most ``gamma_n = n u / (1 - n u)`` times the sum of
+the terms' magnitudes (Higham 2002, *Accuracy and Stability of Numerical Algorithms*, 2nd
+ed., Sec. 3.1, eq. 3.5), ``u = eps / 2`` the unit roundoff. Rounding errors of independent
+sign add like a random walk: the error is below ``lam sqrt(n) u`` times the same sum with
+probability at least ``1 - 2 n exp(-lam^2 / 2)`` (Higham and Mary 2019, "A New Approach to
+Probabilistic Rounding Error Analysis", SIAM J. Sci. Comput. 41(5), Thm. 2.4); with
+``lam = 8`` that is ``1 - 2.5e-14 n``. A recurrence of ``T`` steps whose Jacobians have norm
+about one adds the errors of its steps, so ``n`` counts the terms of the whole chain
+(``T`` times the width).
+
+The named tolerances are that probabilistic bound evaluated at the largest chain the tests
+that use them compare (asserted below when this module is imported), rounded up; they do not
+depend on the machine that runs them.
+"""
+
+import math
+
+import numpy as np
+
+EPS32 = float(np.finfo(np.float32).eps)  # 2 u of float32, 1.19e-7
+EPS64 = float(np.finfo(np.float64).eps)  # 2 u of float64, 2.2e-16
+LAMBDA = 8.0  # the probabilistic bound's lam: it fails with probability <= 2.5e-14 n
+
+
+def worst_case(terms: int, eps: float = EPS32) -> float:
+  """``gamma_n`` of ``terms`` rounded additions (Higham 2002, eq. 3.5), relative to the sum
+  of the terms' magnitudes."""
+  nu = terms * eps / 2
+  return nu / (1 - nu)
+
+
+def probabilistic(terms: int, eps: float = EPS32, lam: float = LAMBDA) -> float:
+  """``lam sqrt(n) u`` (Higham and Mary 2019, Thm. 2.4), relative to the sum of the terms'
+  magnitudes."""
+  return lam * math.sqrt(terms) * eps / 2
+
+
+def recurrence(steps: int, width: int, scale: float = 1.0, eps: float = EPS32) -> float:
+  """A bound on the rounding of ``steps`` chained ``width``-term products at magnitude
+  ``scale`` (at least 1), forward or backward: 16 times ``steps * width * eps``, the
+  worst-case ``gamma`` of the whole chain with room for the activation's and the VJP's own
+  roundings."""
+  return 16 * steps * width * eps * max(1.0, scale)
+
+
+# Float32 against a float64 reference or another float32 order: one cell step or a short
+# scan, chains of at most 400 terms (the cell tests: width <= 16, T <= 8 plus the input
+# projection).
+F32_TERMS = 400
+F32 = dict(rtol=1e-5, atol=1e-5)
+# Float32 gradients through a scan: the weight gradient sums T B n terms (the fused-scan
+# tests: T <= 12, B <= 4, n <= 16, so <= 1,000) and cancels; rtol allows a cancellation of
+# ten in the summed terms, atol the entries that cancel to zero.
+F32_GRAD_TERMS = 1000
+F32_GRAD = dict(rtol=2e-4, atol=2e-5)
+# Float64 against a float64 reference: chains of at most 10,000 terms.
+F64_TERMS = 10_000
+F64 = dict(rtol=1e-12, atol=1e-12)
+# Float64 gradients: the F64 chain with a cancellation of 100.
+F64_GRAD = dict(rtol=1e-10, atol=1e-10)
+
+assert probabilistic(F32_TERMS) <= F32["rtol"]
+assert 10 * probabilistic(F32_GRAD_TERMS) <= F32_GRAD["rtol"]
+assert probabilistic(F32_GRAD_TERMS) <= F32_GRAD["atol"]
+assert probabilistic(F64_TERMS, EPS64) <= F64["rtol"]
+assert 100 * probabilistic(F64_TERMS, EPS64) <= F64_GRAD["rtol"]
