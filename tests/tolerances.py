@@ -6,10 +6,10 @@ scan, a hand-written VJP against autodiff) differ by rounding alone. For a sum o
 of ``n`` terms the rounding error is at most ``gamma_n = n u / (1 - n u)`` times the sum of
 the terms' magnitudes (Higham 2002, *Accuracy and Stability of Numerical Algorithms*, 2nd
 ed., Sec. 3.1, eq. 3.5), ``u = eps / 2`` the unit roundoff. Rounding errors of independent
-sign add like a random walk: the error is below ``lam sqrt(n) u`` times the same sum with
-probability at least ``1 - 2 n exp(-lam^2 / 2)`` (Higham and Mary 2019, "A New Approach to
-Probabilistic Rounding Error Analysis", SIAM J. Sci. Comput. 41(5), Thm. 2.4); with
-``lam = 8`` that is ``1 - 2.5e-14 n``. A recurrence of ``T`` steps whose Jacobians have norm
+sign add like a random walk: the error is below about ``lam sqrt(n) u`` times the same sum
+with probability at least ``1 - 2 n exp(-lam^2 (1 - u)^2 / 2)`` (Higham and Mary 2019, "A
+New Approach to Probabilistic Rounding Error Analysis", SIAM J. Sci. Comput. 41(5), the
+inner-product bound); with ``lam = 8`` that is ``1 - 2.5e-14 n``. A recurrence of ``T`` steps whose Jacobians have norm
 about one adds the errors of its steps, so ``n`` counts the terms of the whole chain
 (``T`` times the width).
 
@@ -35,7 +35,7 @@ def worst_case(terms: int, eps: float = EPS32) -> float:
 
 
 def probabilistic(terms: int, eps: float = EPS32, lam: float = LAMBDA) -> float:
-  """``lam sqrt(n) u`` (Higham and Mary 2019, Thm. 2.4), relative to the sum of the terms'
+  """``lam sqrt(n) u`` (Higham and Mary 2019), relative to the sum of the terms'
   magnitudes."""
   return lam * math.sqrt(terms) * eps / 2
 
