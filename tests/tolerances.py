@@ -40,6 +40,13 @@ def probabilistic(terms: int, eps: float = EPS32, lam: float = LAMBDA) -> float:
   return lam * math.sqrt(terms) * eps / 2
 
 
+def covered_terms(tolerance: float, eps: float = EPS32, lam: float = LAMBDA) -> int:
+  """The longest chain whose probabilistic rounding bound stays within ``tolerance``: how
+  to read a literal tolerance of a test (float32: ``1e-6`` covers 4 terms, ``1e-5`` 439,
+  ``1e-4`` 43,980; float64: ``1e-12`` 1,267,650)."""
+  return int((2 * tolerance / (lam * eps)) ** 2)
+
+
 def recurrence(steps: int, width: int, scale: float = 1.0, eps: float = EPS32) -> float:
   """A bound on the rounding of ``steps`` chained ``width``-term products at magnitude
   ``scale`` (at least 1), forward or backward: 16 times ``steps * width * eps``, the
