@@ -41,7 +41,8 @@ floor otherwise.
 
 Rows: every registered cell (:data:`lvf_jax.cells.CELLS`) and the ``VARIANTS``
 ``eurnn_fft`` / ``goru_fft`` (the FFT-style EUNN of the EURNN and GORU papers, ``n`` a
-power of 2) and ``lvf_exp`` (the lvfRNN's ``exp`` integrator). Default grid: hidden
+power of 2), ``lvf_exp`` (the lvfRNN's ``exp`` integrator) and ``kru_factors`` /
+``kru_dense`` (the KRU factor by factor, and with its dense ``W``). Default grid: hidden
 ``n`` in {128, 256, 512}, ``T`` in {200, 1000}, batch in {10, 128} (slow on a CPU:
 restrict it with the flags). Run as a script it sets
 ``OPENBLAS_NUM_THREADS=1`` unless already set (LAPACK solves otherwise contend with XLA's
@@ -70,9 +71,12 @@ FLOOR = "rnn"
 # Rows for configurations of a registered cell: row name -> (cell, constructor arguments).
 # The FFT-style EUNN (log2 n butterfly layers instead of ``capacity``) changes only the
 # per-sequence ``prepare``; it needs n a power of 2. ``lvf_exp``: the lvfRNN with the
-# exact flow ``exp(-tau D_V)`` (the ``lvf`` row uses the midpoint map).
+# exact flow ``exp(-tau D_V)`` (the ``lvf`` row uses the midpoint map). ``kru_factors``:
+# the KRU's stored factors applied one by one (the ``kru`` row merges them into Kronecker
+# blocks); ``kru_dense``: the dense ``W``.
 VARIANTS = {"eurnn_fft": ("eurnn", {"fft": True}), "goru_fft": ("goru", {"fft": True}),
-            "lvf_exp": ("lvf", {"integrator": "exp", "tau": 1.0})}
+            "lvf_exp": ("lvf", {"integrator": "exp", "tau": 1.0}),
+            "kru_factors": ("kru", {"block_size": 1}), "kru_dense": ("kru", {"factored": False})}
 # Recurrent kernels per step of the gated cells (their FLOP floor is ``products x k``).
 KERNELS = {"gated_antisymmetric": 2, "gru": 3, "ncgru": 3, "goru": 3, "goru_fft": 3,
            "lstm": 4}
