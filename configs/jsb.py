@@ -13,10 +13,11 @@ Hyperparameters:
   dropout 0.3, tau 1, lambda 0 (explicit Euler, eq 5), with one documented deviation: the
   vector field ``V`` is trained at ``lr_vector_field = 1e-4`` instead of 1.5e-3.
   ``(div V)_i`` sums 2(kappa - 1) entries of ``V`` and Adam moves every entry by about the
-  learning rate, so at 1.5e-3 the flux ``T_V`` and the rotation ``R_V`` grow within two
-  epochs until the Euler map ``I - tau D_V`` has eigenvalues of modulus up to 13-15 and the
-  tanh units saturate (training loss stays near 10.4). At 1e-4 the same model reaches a
-  test NLL of 8.29 (measured; ``docs/reproduction/lvf-t3.md``).
+  learning rate, so at 1.5e-3 the divergence grows fast, the Euler map ``I - tau D_V``
+  gains eigenvalues of modulus far above one and the tanh units saturate: the literal
+  preset ends at the per-key Markov floor, the deviation reaches the paper (the rows
+  ``jsb-lvf-literal`` and ``jsb-lvf`` of ``docs/reproduction/lvf-t3.md``, from their
+  records).
 * lvf_literal: Table 5 exactly as printed (``V`` at 1.5e-3), for comparison.
 * every other model (not in the JSB tables): one layer at the hidden size matching the
   parameter budget of that lvfRNN (368,338 effective parameters, ``hidden_for_budget``),

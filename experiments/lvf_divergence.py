@@ -458,11 +458,18 @@ def _free_divergence_verdicts(stored: dict) -> dict:
 
 JSB_ROWS = (("jsb-lvf", "V at Adam 1e-4 (`configs/jsb.py:lvf`)"),
             ("jsb-lvf-literal", "V at Adam 1.5e-3, Table 5 as printed"),
-            ("jsb-rnn", "tanh RNN, one layer at the same budget (`configs/jsb.py:rnn`)"))
+            ("jsb-rnn", "tanh RNN, one layer at the same budget (`configs/jsb.py:rnn`)"),
+            ("jsb-urnn", "uRNN, one layer at the same budget"),
+            ("jsb-eurnn", "EURNN, one layer at the same budget"),
+            ("jsb-fcurnn", "full-capacity uRNN, one layer at the same budget"),
+            ("jsb-exprnn", "expRNN, one layer at the same budget"),
+            ("jsb-nnrnn", "nnRNN, one layer at the same budget"))
 JSB_INTRO = ("Table 5's JSB row (`tau = 1`, explicit Euler, 3 layers of 300 units, Adam 1.5e-3) "
-             "against the same preset with `V` at Adam 1e-4, and the tanh RNN of the same "
-             "table; test NLL per frame from the records of `docs/reproduction/lvf-t3.md` "
-             "(mean over the seeds recorded):")
+             "against the same preset with `V` at Adam 1e-4, and the one-layer baselines of "
+             "the same table at the lvfRNN's parameter budget (Adam 1e-3, one sequence per "
+             "update, the same clipping and schedule: the paper gives no baseline settings); "
+             "test NLL per frame from the records of `docs/reproduction/lvf-t3.md` (mean over "
+             "the seeds recorded):")
 MUSE_ROWS = (("musedata-lvf", "`configs/musedata.py:lvf`: Table 5's row, V at Adam 3e-5"),
              ("musedata-nnrnn", "nnRNN, one layer at the same budget"),
              ("musedata-rnn", "tanh RNN, one layer at the same budget"))
