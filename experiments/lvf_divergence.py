@@ -485,6 +485,8 @@ MUSE_INTRO = ("The lvfRNN beside the baselines of the same table and the same co
 PTB_ROWS = (("ptb-lvf-cpu", "`configs/ptb_char.py:lvf`: Table 5's Euler map, V at Adam 1.2e-5"),
             ("ptb-lvf-separate-cpu", "`configs/ptb_char.py:lvf_separate`: the midpoint map, "
              "the divergence-free part of V at Adam 2e-4, its divergence at 1.2e-5"),
+            ("ptb-lvf-separate-vf4e-4-cpu", "the same with the divergence-free part at "
+             "Adam 4e-4"),
             ("ptb-rnn-cpu", "tanh RNN, n = 1024 (`configs/ptb_char.py:rnn`)"),
             ("ptb-exprnn-cpu", "expRNN, n = 1024 (`configs/ptb_char.py:exprnn`)"))
 PTB_INTRO = ("The lvfRNN with its field in one parameter and with its divergence at its own "
