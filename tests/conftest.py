@@ -14,7 +14,10 @@ import os
 import pathlib
 import tempfile
 
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+# Four host devices for the multi-device tests, added to any XLA flags the caller set.
+_FLAGS = os.environ.get("XLA_FLAGS", "")
+if "--xla_force_host_platform_device_count" not in _FLAGS:
+  os.environ["XLA_FLAGS"] = f"{_FLAGS} --xla_force_host_platform_device_count=4".strip()
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(
     pathlib.Path(tempfile.gettempdir()) / f"lvf_jax-tests-xla-cache-{getpass.getuser()}"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
