@@ -286,8 +286,8 @@ T4_SWEEP = (
 TABLES = {
     "t1": Table("lvf", "1", "PTB character level, T = 150, 1024 hidden units: test BPC and "
                 "accuracy.", CITATION,
-                tuple(_t1_row(*r) for r in _T1) + T1_EQUAL + (T1_EQUAL_SEPARATE, T1_EQUAL_SEPARATE_FAST, T1_SEPARATE)
-                + T1_SWEEP),
+                tuple(_t1_row(*r) for r in _T1) + T1_EQUAL
+                + (T1_EQUAL_SEPARATE, T1_EQUAL_SEPARATE_FAST, T1_SEPARATE) + T1_SWEEP),
     "t2": Table("lvf", "2", "TIMIT speech frame prediction, about 200k parameters: "
                 "validation and test MSE.", CITATION,
                 tuple(_t2_row(*r) for r in _T2) + tuple(_t2_fsdd_row(*r) for r in _T2)),
