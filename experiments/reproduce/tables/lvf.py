@@ -17,7 +17,6 @@ PTB_CPU_EPOCHS = 5  # the common reduced budget of the rows `ptb-*-cpu`
 PTB_NOTE = ("a GPU row (`python -m experiments.gpu_kit`); the rows `ptb-*-cpu` run the "
             f"lvfRNN, RNN and expRNN for {PTB_CPU_EPOCHS} epochs on a CPU; a record of fewer "
             "steps is partial")
-PTB_NOTES = {"eurnn": "a GPU row (`python -m experiments.gpu_kit`); no CPU row runs it"}
 JSB_STEPS = 100 * 229  # 100 epochs of one sequence per update
 MUSE_STEPS = 100 * 524
 MUSE_RUN = 30 * 524
@@ -124,7 +123,7 @@ def _t1_row(preset, name, bpc, acc, hidden):
   return Row(id=f"ptb-{preset}", task="PTB-char T=150", model=name, paper=paper,
              config=f"ptb_char.py:{preset}", overrides=overrides, paper_params=f"n={hidden}",
              note=sentence(T1_QUOTED.get(preset),
-                           _note("ptb", preset, PTB_NOTES.get(preset, PTB_NOTE)), end=""),
+                           _note("ptb", preset, PTB_NOTE), end=""),
              **PTB_BUDGET)
 
 
