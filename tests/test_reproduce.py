@@ -863,7 +863,7 @@ def test_load_run_names_the_missing_file(tmp_path):
 DOCS = os.path.join(runner.ROOT, "docs", "reproduction")
 
 
-@pytest.mark.parametrize("table_id", sorted(rows.tables()))
+@pytest.mark.parametrize("table_id", sorted(rows.tables(studies=True)))
 def test_the_committed_pages_are_their_records_pages(table_id, tmp_path):
   """Each committed page is what its archived records alone give (an empty runs folder)."""
   table = rows.get(table_id)
