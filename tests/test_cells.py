@@ -41,7 +41,8 @@ def test_lvf_step_matches_eq6(integrator, activation):
   for i in range(B):
     z = c @ _np(h[i]) + u_col @ _np(x[i])
     want = np.tanh(z + b) if activation == "tanh" else np_modrelu(z, b)
-    np.testing.assert_allclose(np.asarray(out[i]), want, rtol=2e-5, atol=2e-5)
+    # one step: the 6 x 6 map C of -tau D_V (Euler, a solve, a Taylor sum), z of N + M terms
+    np.testing.assert_allclose(np.asarray(out[i]), want, **tol.F32)
 
 
 def test_lvf_vector_field_dof():
@@ -54,12 +55,17 @@ def test_lvf_vector_field_dof():
   k1 = cell.apply(replace_param(variables, "vector_field", v), method=lambda c: c.prepare())
   k2 = cell.apply(replace_param(variables, "vector_field", v + s + s.T + np.diag(rng.normal(size=N))),
                   method=lambda c: c.prepare())
-  np.testing.assert_allclose(k1["kernel"], k2["kernel"], atol=1e-5)
+  # v + s + s^T is rounded to float32 (entries up to 4), then the same 6 x 6 solve
+  np.testing.assert_allclose(k1["kernel"], k2["kernel"], **tol.F32)
   g = jax.grad(lambda vv: jnp.sum(cell.apply(replace_param(variables, "vector_field", vv),
                                              method=lambda c: c.prepare())["kernel"] ** 3))(
                                                  jnp.asarray(v, jnp.float32))
-  np.testing.assert_allclose(np.diag(g), 0.0, atol=1e-6)
-  np.testing.assert_allclose(g + g.T, 0.0, atol=1e-4)  # gradient lies in the skew directions
+  # each g_ab sums the V^T - V term and two divergence terms, at |g| up to 1.2e3 here: the
+  # diagonal and g + g^T cancel them, up to F32_SHORT's rounding of those terms
+  scale = float(np.max(np.abs(g)))
+  np.testing.assert_allclose(np.diag(g), 0.0, atol=tol.F32_SHORT["atol"] * scale)
+  # the gradient lies in the skew directions
+  np.testing.assert_allclose(g + g.T, 0.0, atol=tol.F32_SHORT["atol"] * scale)
 
 
 def test_lvf_divergence_free_midpoint_is_orthogonal_cayley():
@@ -70,7 +76,7 @@ def test_lvf_divergence_free_midpoint_is_orthogonal_cayley():
   v = rng.uniform(size=(N, N)) * (1 - np.eye(N))
   variables = replace_param(variables, "vector_field", v)
   k = _np(kernel_of(cell, variables)["kernel"])
-  np.testing.assert_allclose(k.T @ k, np.eye(N), atol=1e-5)
+  np.testing.assert_allclose(k.T @ k, np.eye(N), atol=tol.F32["atol"])
   # Independent projection onto {div V = 0} (zero diagonal kept) by least squares.
   idx = [(i, j) for i in range(N) for j in range(N) if i != j]
   lmat = np.zeros((N, len(idx)))
@@ -83,11 +89,13 @@ def test_lvf_divergence_free_midpoint_is_orthogonal_cayley():
   for col, (i, j) in enumerate(idx):
     v_free[i, j] = proj[col]
   d, div = np_directional_derivative(v_free)
-  np.testing.assert_allclose(div, 0.0, atol=1e-10)
-  np.testing.assert_allclose(d, -d.T, atol=1e-10)
+  # float64 least squares on the 30 off-diagonal entries; L L^T = 2 N I - 2 1 1^T has its
+  # nonzero eigenvalues all equal (condition number 1 on the fitted space)
+  np.testing.assert_allclose(div, 0.0, atol=tol.F64_CONDITIONED["atol"])
+  np.testing.assert_allclose(d, -d.T, atol=tol.F64_CONDITIONED["atol"])
   eye = np.eye(N)
   cay = np.linalg.solve(eye + tau / 2 * d, eye - tau / 2 * d)
-  np.testing.assert_allclose(k, cay.T, atol=1e-5)
+  np.testing.assert_allclose(k, cay.T, **tol.F32)
 
 
 def test_lvf_separate_divergence_is_the_midpoint_map_of_its_field():
@@ -109,11 +117,13 @@ def test_lvf_separate_divergence_is_the_midpoint_map_of_its_field():
   ac = a - a.mean()
   field = v + (div_v[:, None] - div_v[None, :]) / (2 * N) - (ac[:, None] - ac[None, :]) / (2 * N)
   d, div = np_directional_derivative(field)
-  np.testing.assert_allclose(div, ac, atol=1e-12)
+  np.testing.assert_allclose(div, ac, **tol.F64)
   eye = np.eye(N)
   np.testing.assert_allclose(k, np.linalg.solve(eye + tau / 2 * d, eye - tau / 2 * d).T,
-                             atol=1e-5)
-  assert np.abs(k.T @ k - eye).max() > 1e-3  # a non-zero divergence: not orthogonal
+                             **tol.F32)
+  # a non-zero divergence: not orthogonal. |a - mean(a)| <= 0.07 at tau = 1.3 moves k^T k
+  # about 0.1 from I (0.16 for this draw), 1e-3 is 100 times F32's rounding
+  assert np.abs(k.T @ k - eye).max() > 1e-3
   with pytest.raises(ValueError, match="'separate_divergence' and 'divergence_free'"):
     init_apply(cells.LVFRNNCell(N, separate_divergence=True, divergence_free=True))
 
@@ -129,15 +139,19 @@ def test_lvf_fixes_constants_and_centred_input_init_keeps_the_mean_state_at_zero
     variables = cell.init(jax.random.key(1), jnp.zeros((1, n)), jnp.zeros((1, m)))
     u_kernel = _np(variables["params"]["input"]["kernel"])  # row form (m, n)
     c = _np(kernel_of(cell, variables)["kernel"]).T  # column form C_V
-    np.testing.assert_allclose(c @ np.ones(n), np.ones(n), atol=1e-5)
-    h = np.zeros(n)
+    np.testing.assert_allclose(c @ np.ones(n), np.ones(n), **tol.F32)
+    h, scale = np.zeros(n), 1.0
     for _ in range(steps):
       h = c @ h + x @ u_kernel
+      scale = max(scale, float(np.max(np.abs(h))))
     mean_drive = (x @ u_kernel).mean()
-    np.testing.assert_allclose(h.mean(), steps * mean_drive, rtol=1e-4, atol=1e-4)
+    # 1^T C = 1^T holds to C's float32 rounding (16-term column sums): a chain of steps * n
+    # = 800 terms, at the magnitude of h (up to 33 here) that it multiplies
+    np.testing.assert_allclose(h.mean(), steps * mean_drive, rtol=tol.F32_LONG["rtol"],
+                               atol=tol.F32_LONG["atol"] * scale)
     if centred:
-      np.testing.assert_allclose(u_kernel.mean(axis=1), 0.0, atol=1e-6)
-      assert abs(h.mean()) < 1e-4
+      np.testing.assert_allclose(u_kernel.mean(axis=1), 0.0, atol=tol.F32["atol"])
+      assert abs(h.mean()) < tol.F32_LONG["atol"] * scale
     else:
       assert abs(mean_drive) > 1e-3
 
@@ -157,7 +171,7 @@ def test_nonnegative_modrelu_bias_steps_with_abs_b_and_keeps_the_gradient_norm(m
   variables = replace_param(variables, "bias", b)
   p = variables["params"]
   k = _np(kernel_of(cell, variables)["kernel"])  # row form K = M^T
-  np.testing.assert_allclose(k @ k.T, np.eye(N), atol=1e-5)
+  np.testing.assert_allclose(k @ k.T, np.eye(N), atol=tol.F32["atol"])
   x = 0.3 * np.random.default_rng(4).normal(size=(2, steps, M))
   h, want = np.zeros((2, N)), []
   for t in range(steps):
@@ -165,12 +179,14 @@ def test_nonnegative_modrelu_bias_steps_with_abs_b_and_keeps_the_gradient_norm(m
     want.append(h)
   layer = layers.Recurrent(cell)
   got = layer.apply({"params": {"cell": p}}, jnp.asarray(x, jnp.float32))
-  np.testing.assert_allclose(np.asarray(got), np.stack(want, 1), rtol=1e-4, atol=1e-4)
+  # steps = 40 of N + M = 9 terms, at |h| up to 48
+  np.testing.assert_allclose(np.asarray(got), np.stack(want, 1), **tol.F32_LONG)
 
   from lvf_jax import diagnostics
   xs = jnp.asarray(x, jnp.float32)
   kept = np.asarray(diagnostics.state_jacobian_norms(cell, p, xs))
-  np.testing.assert_allclose(kept, np.sqrt(N), rtol=1e-4)
+  # a product of steps = 40 float32 orthogonal 6 x 6 kernels (each orthogonal to F32)
+  np.testing.assert_allclose(kept, np.sqrt(N), rtol=tol.F32_LONG["rtol"])
   plain = cell.clone(nonnegative_modrelu_bias=False)
   lost = np.asarray(diagnostics.state_jacobian_norms(plain, p, xs))
   assert lost[0] < 0.5 * np.sqrt(N)
@@ -187,7 +203,7 @@ def test_nonnegative_modrelu_bias_trains_b_through_its_absolute_value():
 
   g = np.asarray(jax.grad(loss)(jnp.asarray(b, jnp.float32)))
   g_abs = np.asarray(jax.grad(loss)(jnp.asarray(np.abs(b), jnp.float32)))
-  np.testing.assert_allclose(g, np.sign(b) * g_abs, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(g, np.sign(b) * g_abs, **tol.F32)
   assert np.all(g != 0)
 
 
@@ -204,7 +220,8 @@ def test_lvf_input_init_scale_scales_the_initial_input_kernel_only():
     small = cells.LVFRNNCell(N, center_input_init=centred, input_init_scale=0.01).init(
         jax.random.key(2), h, x)
     np.testing.assert_allclose(small["params"]["input"]["kernel"],
-                               0.01 * np.asarray(one["params"]["input"]["kernel"]), rtol=1e-6)
+                               0.01 * np.asarray(one["params"]["input"]["kernel"]),
+                               rtol=tol.F32_SHORT["rtol"])
     for name in ("vector_field", "bias"):
       np.testing.assert_array_equal(small["params"][name], one["params"][name])
   with pytest.raises(ValueError, match="'input_init_scale' must be a finite number > 0"):
@@ -222,7 +239,9 @@ def test_lvf_euler_tends_to_identity():
     c = cells.LVFRNNCell(N, integrator="euler", tau=tau)
     k = _np(c.apply(replace_param(variables, "vector_field", v), method=lambda m: m.prepare())["kernel"])
     errs.append(np.max(np.abs(k - np.eye(N))))
-    np.testing.assert_allclose((np.eye(N) - k.T) / tau, d, rtol=1e-3, atol=1e-3)
+    # k = I - tau D is rounded to float32 at magnitude 1 (N-term divergences): divided by tau
+    np.testing.assert_allclose((np.eye(N) - k.T) / tau, d, atol=tol.probabilistic(N) / tau)
+  # k - I = -tau D: tau max|D| = 1e-3 * 2.2 for this field, below 1e-2
   assert errs[0] > errs[1] > errs[2] and errs[2] < 1e-2
 
 
@@ -242,12 +261,12 @@ def test_lvf_div_penalty_sown_and_differentiable():
     return layers.regularization_loss(state)
 
   _, div = np_directional_derivative(v)
-  np.testing.assert_allclose(reg(params), lam * np.sum(div ** 2), rtol=1e-5)
+  np.testing.assert_allclose(reg(params), lam * np.sum(div ** 2), rtol=tol.F32["rtol"])
   terms = layers.regularization_terms(layer.apply({"params": params}, x, mutable=["losses"])[1])
   assert list(terms) == ["cell/div_penalty"]
   g = jax.grad(reg)(params)["cell"]["vector_field"]
   want = 2 * lam * (div[None, :] - div[:, None])  # d/dV_ab of lam sum_i div_i^2
-  np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(g, want, **tol.F32)  # N-term divergences, squared and summed
   # lambda = 0: nothing sown.
   layer0 = layers.Recurrent(cells.LVFRNNCell(N))
   assert layers.regularization_terms(layer0.apply({"params": params}, x, mutable=["losses"])[1]) == {}
@@ -257,8 +276,8 @@ def test_lvf_default_init_is_divergence_free():
   variables, _, _, _ = init_apply(cells.LVFRNNCell(N))
   v = _np(variables["params"]["vector_field"])
   np.testing.assert_allclose(np.diag(v), 0.0)
-  np.testing.assert_allclose(v.sum(0), 1.0, atol=1e-5)
-  np.testing.assert_allclose(v.sum(1), 1.0, atol=1e-5)
+  np.testing.assert_allclose(v.sum(0), 1.0, **tol.F32)
+  np.testing.assert_allclose(v.sum(1), 1.0, **tol.F32)
 
 
 # --------------------------------------------------------------- expRNN / scoRNN
@@ -270,7 +289,8 @@ def test_exprnn_step_matches_paper(init):
   variables, h, x, out = init_apply(cell)
   p = variables["params"]
   w = scipy.linalg.expm(np_skew_from_triu(_np(p["skew"])))
-  np.testing.assert_allclose(w.T @ w, np.eye(N), atol=1e-10)
+  # SciPy's float64 expm of a 6 x 6 skew matrix, against orthogonality
+  np.testing.assert_allclose(w.T @ w, np.eye(N), atol=tol.F64_CONDITIONED["atol"])
   assert "bias" not in p["input"]  # U has no bias (expRNN)
   u_col = _np(p["input"]["kernel"]).T
   for i in range(B):
@@ -298,7 +318,7 @@ def test_matrix_parameterisation(cls):
   p = variables["params"]
   assert "skew" not in p
   w = _np(p["orthogonal"])
-  np.testing.assert_allclose(w.T @ w, np.eye(N), atol=1e-5)
+  np.testing.assert_allclose(w.T @ w, np.eye(N), atol=tol.F32["atol"])
   if cls is not cells.NNRNNCell:
     want = np_modrelu(_np(h) @ w.T + _np(x) @ _np(p["input"]["kernel"]), _np(p["bias"])[None])
     np.testing.assert_allclose(out, want, **tol.F32)
@@ -324,6 +344,7 @@ def test_scornn_step_matches_paper_column_form(rho):
     np.testing.assert_allclose(out[i], want, **tol.F32)
   if 0 < rho < N:  # the transposed convention (D acting last) would differ
     k = _np(kernel_of(cell, variables)["kernel"])
+    # negative check: the conventions differ by 1.2-1.3 (rho = 2, 5), 1e-3 is 100 F32 roundings
     assert not np.allclose(k, (d @ np.linalg.solve(eye + a, eye - a)).T, atol=1e-3)
 
 
@@ -345,8 +366,12 @@ def test_lvf_properties_hypothesis(seed, tau, integrator):
                           "bias": jnp.zeros((N,), jnp.float32)}}
   k = _np(cell.apply(variables, method=lambda c: c.prepare())["kernel"])
   scale = max(1.0, np.max(np.abs(k)))
-  np.testing.assert_allclose(np.ones(N) @ k, np.ones(N), atol=1e-4 * scale)  # row form: 1 K = 1
+  # tau up to 20: a Cayley solve of condition up to 18, or up to 4 squarings of the Taylor
+  # sum (each doubles its rounding): F32_LONG's matrix function; 100 draws of each
+  # integrator stay below 1.4e-5 (midpoint) and 9.2e-6 (exp) in k^T k - I
+  np.testing.assert_allclose(np.ones(N) @ k, np.ones(N),
+                             atol=tol.F32_LONG["atol"] * scale)  # row form: 1 K = 1
   if integrator == "midpoint":
-    np.testing.assert_allclose(k.T @ k, np.eye(N), atol=1e-4)
+    np.testing.assert_allclose(k.T @ k, np.eye(N), atol=tol.F32_LONG["atol"])
   if integrator == "exp":  # exp of a skew generator is orthogonal as well
-    np.testing.assert_allclose(k.T @ k, np.eye(N), atol=1e-3)
+    np.testing.assert_allclose(k.T @ k, np.eye(N), atol=tol.F32_LONG["atol"])

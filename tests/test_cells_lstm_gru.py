@@ -79,7 +79,8 @@ def test_sequence_outputs_and_gradients_equal_flax(name, ours, theirs):
   (l1, g1), (l2, g2) = jax.jit(lambda p: (jax.value_and_grad(lambda q: loss(layer, q))(p),
                                           jax.value_and_grad(lambda q: loss(flax_rnn, q))(p)))(
                                               params)
-  np.testing.assert_allclose(l1, l2, rtol=1e-5)
+  # T = 6 steps of N + M = 8-term gates, then B * T * N = 60 summed terms
+  np.testing.assert_allclose(l1, l2, rtol=tol.F32["rtol"])
   jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, **tol.F32_GRAD),
                          g1, g2)
   zero = [jax.tree_util.keystr(k) for k, g in jax.tree_util.tree_leaves_with_path(g1)
@@ -158,7 +159,7 @@ def test_gated_cells_project_three_arrays_and_step_takes_either_form(name):
   u0 = tuple(a[0] for a in u)
   a = cell.step(prep, h, u0)[0]
   b = cell.step(prep, h, jnp.concatenate(u0, axis=-1))[0]
-  np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+  np.testing.assert_allclose(a, b, **tol.F32_SHORT)  # the same step, its inputs sliced
   with pytest.raises(ValueError, match="projected inputs must be 3 arrays"):
     cell.step(prep, h, u0[:2])
   with pytest.raises(ValueError, match="projected inputs must be 3 arrays"):

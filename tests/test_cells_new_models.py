@@ -3,10 +3,11 @@ AntisymmetricRNN ablation model (Chang et al. 2019, Sec. 5.4): each layer agains
 loop over time of its paper's equation in NumPy, penalties against NumPy, the spectral
 margin, parameter counts, argument errors and a short training run of each preset.
 
-Tolerances: the float64 comparisons (``x64``) allow 1e-10, far above float64 round-off
-(2.2e-16) times the few hundred multiply-adds each output depends on (``T n`` products of
-the recurrence, an ``n x n`` matrix exponential in the skew mode); they do not depend on the
-BLAS thread count. The float32 training runs check only that losses stay finite.
+Tolerances: the float64 comparisons (``x64``) use ``tolerances.F64``: each output depends on
+a few hundred multiply-adds (``T n`` products of the recurrence, an ``n x n`` matrix
+exponential in the skew mode), inside its 10,000-term chain, whatever the BLAS thread count;
+the float64 gradients use ``F64_GRAD``. The float32 training runs check only that losses stay
+finite.
 """
 
 import os
@@ -24,10 +25,10 @@ from hypothesis import strategies as st
 from lvf_jax import cells, geometry, layers, models, optim, regularization, train
 from lvf_jax.cells.soft import kru_rows
 from lvf_jax.train.config import cell_config, optim_config
+import tolerances as tol
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 B, T, M = 3, 7, 2
-TOL64 = 1e-10  # float64: see the module docstring
 
 
 def _np(x):
@@ -72,8 +73,8 @@ def _check_against(cell, step, n_state, seed=1):
   want_carry, want = _loop(lambda h, xt: step(p, h, xt), np.zeros((B, n_state)), _np(x))
   for fused in (True, False):
     carry, ys = _run(cell, params, x, fused)
-    np.testing.assert_allclose(ys, want, rtol=TOL64, atol=TOL64)
-    np.testing.assert_allclose(carry, want_carry, rtol=TOL64, atol=TOL64)
+    np.testing.assert_allclose(ys, want, **tol.F64)
+    np.testing.assert_allclose(carry, want_carry, **tol.F64)
   return params
 
 
@@ -96,9 +97,9 @@ def test_kronecker_apply_is_numpys_kron_times_the_rows(sizes, complex_valued, x6
   for f in factors[1:]:
     w = np.kron(w, f)
   got = geometry.kronecker_apply([jnp.asarray(f) for f in factors], jnp.asarray(x))
-  np.testing.assert_allclose(np.asarray(got), x @ w.T, rtol=TOL64, atol=TOL64)
+  np.testing.assert_allclose(np.asarray(got), x @ w.T, **tol.F64)
   np.testing.assert_allclose(np.asarray(geometry.kronecker_matrix(
-      [jnp.asarray(f) for f in factors])), w, rtol=TOL64, atol=TOL64)
+      [jnp.asarray(f) for f in factors])), w, **tol.F64)
 
 
 def test_kronecker_sizes_split_n_into_factors_and_a_rest():
@@ -130,8 +131,9 @@ def test_singular_values_stay_within_the_spectral_margin(margin, seed):
                                           margin))
     s = np.linalg.svd(w, compute_uv=False)
     want = np.abs(2 * margin * (1 / (1 + np.exp(-p)) - 0.5) + 1)
-    np.testing.assert_allclose(np.sort(s), np.sort(want), rtol=0, atol=TOL64)
-    assert np.all(s >= 1 - margin - TOL64) and np.all(s <= 1 + margin + TOL64)
+    np.testing.assert_allclose(np.sort(s), np.sort(want), **tol.F64)
+    slack = tol.F64["atol"]
+    assert np.all(s >= 1 - margin - slack) and np.all(s <= 1 + margin + slack)
 
 
 def test_spectral_margin_preserves_dtype_and_rejects_a_negative_margin():
@@ -150,7 +152,7 @@ def test_gram_penalty_is_the_squared_frobenius_defect(complex_valued, x64):
   w = rng.normal(size=(2, 4, 4)) + (1j * rng.normal(size=(2, 4, 4)) if complex_valued else 0)
   want = [np.sum(np.abs(m.conj().T @ m - np.eye(4)) ** 2) for m in w]
   np.testing.assert_allclose(np.asarray(geometry.gram_penalty(jnp.asarray(w))), want,
-                             rtol=TOL64)
+                             rtol=tol.F64["rtol"])
 
 
 # --------------------------------------------------------- soft orthogonal RNN
@@ -205,10 +207,13 @@ def test_soft_orthogonality_penalty_is_lambda_times_the_gram_defect(margin, x64)
   terms = regularization.regularization_terms(state)
   w = _softorth_matrix(jax.tree_util.tree_map(_np, params["cell"]), cell)
   want = lam * np.sum((w.T @ w - np.eye(n)) ** 2)
-  np.testing.assert_allclose(float(terms["cell/orthogonality_penalty"]), want, rtol=TOL64)
+  np.testing.assert_allclose(float(terms["cell/orthogonality_penalty"]), want,
+                             rtol=tol.F64["rtol"])
   if margin is not None:  # with orthogonal U, V: sum_i (s_i^2 - 1)^2
     s = np.linalg.svd(w, compute_uv=False)
-    np.testing.assert_allclose(want, lam * np.sum((s ** 2 - 1) ** 2), rtol=1e-8)
+    # the Gram defect against NumPy's SVD of the 5 x 5 W
+    np.testing.assert_allclose(want, lam * np.sum((s ** 2 - 1) ** 2),
+                               rtol=tol.F64_CONDITIONED["rtol"])
   no_penalty = _layer(cells.SoftOrthogonalRNNCell(n, margin=margin, param_dtype=jnp.float64),
                       True)
   assert not regularization.regularization_terms(
@@ -231,7 +236,7 @@ def test_soft_orthogonal_gradients_of_the_fused_scan_equal_autodiff(kw, x64):
 
   g_fused = jax.grad(lambda p, xx: loss(True, p, xx), (0, 1))(params, x)
   g_plain = jax.grad(lambda p, xx: loss(False, p, xx), (0, 1))(params, x)
-  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9),
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, **tol.F64_GRAD),
                          g_fused, g_plain)
 
 
@@ -255,12 +260,14 @@ def test_riemannian_training_keeps_the_singular_values_within_the_margin():
       updates, state = tx.update(jax.grad(loss)(params), state, params)
     params = optax.apply_updates(params, updates)
   p = params["cell"]
-  for name in ("orthogonal_u", "orthogonal_v"):  # float32 Cayley steps: 1e-5 of n = 6
-    assert float(geometry.orthogonality_error(p[name])) < 1e-5
+  for name in ("orthogonal_u", "orthogonal_v"):  # 5 float32 Cayley steps of n = 6
+    assert float(geometry.orthogonality_error(p[name])) < tol.F32["atol"]
   w = cell.apply({"params": p}, method=lambda c: c.recurrent_matrix())
   s = np.linalg.svd(np.asarray(w, np.float64), compute_uv=False)
-  assert np.all(s >= 1 - margin - 1e-5) and np.all(s <= 1 + margin + 1e-5)
-  assert np.max(np.abs(s - 1)) > 0.05  # they moved off 1 (the initial S = I)
+  slack = tol.F32["atol"]  # the singular values of the float32 U S V^T
+  assert np.all(s >= 1 - margin - slack) and np.all(s <= 1 + margin + slack)
+  # they moved off 1 (the initial S = I): by 0.15 in this run, 0.05 is 5000 times the slack
+  assert np.max(np.abs(s - 1)) > 0.05
 
 
 # ------------------------------------------------------------------------ KRU
@@ -333,8 +340,8 @@ def test_factored_kru_gradients_equal_the_dense_kru(complex_valued, features, bl
   for fused in (True, False):
     fact = layers.Recurrent(cells.KRUCell(**kw), fused=fused, return_carry=True)
     got = jax.grad(lambda p, xx: loss(fact, p, xx), (0, 1))(params, x)
-    jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9,
-                                                                   atol=1e-9), got, want)
+    jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, **tol.F64_GRAD),
+                           got, want)
   assert np.all(np.asarray(want[0]["cell"]["factor_0"]) != 0)
 
 
@@ -344,7 +351,7 @@ def test_kronecker_blocks_merge_consecutive_factors_into_the_same_product(x64):
   blocks = geometry.kronecker_blocks(tuple(jnp.asarray(f) for f in factors), 32)
   assert [b.shape[0] for b in blocks] == [32, 16]
   np.testing.assert_allclose(np.asarray(geometry.kronecker_matrix(blocks)), _np_kron(factors),
-                             rtol=TOL64, atol=TOL64)
+                             **tol.F64)
   mixed = tuple(jnp.asarray(rng.normal(size=(q, q))) for q in (2, 5, 3, 2))
   assert [b.shape[0] for b in geometry.kronecker_blocks(mixed, 4)] == [2, 5, 3, 2]
   assert [b.shape[0] for b in geometry.kronecker_blocks(mixed, 10)] == [10, 6]
@@ -359,8 +366,7 @@ def test_kru_rows_applies_the_real_embedding_of_w(x64):
   h = jnp.asarray(rng.normal(size=(4, 12)))
   w = geometry.kronecker_matrix(tuple(geometry.complex_from_pair(f) for f in pairs))
   want = h @ geometry.complex_to_real_kernel(w)
-  np.testing.assert_allclose(np.asarray(kru_rows(pairs, h)), np.asarray(want), rtol=TOL64,
-                             atol=TOL64)
+  np.testing.assert_allclose(np.asarray(kru_rows(pairs, h)), np.asarray(want), **tol.F64)
 
 
 def test_kru_unitary_penalty_is_lambda_times_the_factors_gram_defects(x64):
@@ -373,10 +379,10 @@ def test_kru_unitary_penalty_is_lambda_times_the_factors_gram_defects(x64):
   factors = _kru_factors(jax.tree_util.tree_map(_np, params["cell"]), True)
   want = lam * sum(np.sum(np.abs(f.conj().T @ f - np.eye(len(f))) ** 2) for f in factors)
   got = regularization.regularization_terms(state)["cell/unitary_penalty"]
-  np.testing.assert_allclose(float(got), want, rtol=TOL64)
+  np.testing.assert_allclose(float(got), want, rtol=tol.F64["rtol"])
   init = layer.init(jax.random.key(1), x)["params"]  # Haar-unitary factors: W unitary
   w = cell.apply({"params": init["cell"]}, method=lambda c: c.recurrent_matrix())
-  np.testing.assert_allclose(np.asarray(w.conj().T @ w), np.eye(6), atol=TOL64)
+  np.testing.assert_allclose(np.asarray(w.conj().T @ w), np.eye(6), atol=tol.F64["atol"])
 
 
 # ------------------------------------------------------------ ablation model
@@ -398,7 +404,8 @@ def test_ablation_layer_is_eq13_with_an_unstructured_matrix(x64):
   params = _check_against(cell, step, n)
   assert set(params["cell"]) == {"recurrent", "input"}
   w = _np(params["cell"]["recurrent"])
-  assert np.abs(w + w.T).max() > 0.1  # not antisymmetric
+  # not antisymmetric: W is perturbed by 0.3 N(0, 1) (|W + W^T| up to 1.8 here)
+  assert np.abs(w + w.T).max() > 0.1
 
 
 def test_unstructured_flag_applies_to_the_ungated_cell_too(x64):

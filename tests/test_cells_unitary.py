@@ -102,8 +102,9 @@ def test_urnn_matrix_equals_numpy_product_and_is_unitary(n):
   w = geometry.urnn_matrix(*jnp.asarray(theta, jnp.float32), jnp.asarray(v[0], jnp.complex64),
                            jnp.asarray(v[1], jnp.complex64), perm)
   assert w.dtype == jnp.complex64
-  np.testing.assert_allclose(np.asarray(w), np_urnn(theta, refl, perm), atol=2e-5)
-  np.testing.assert_allclose(np.asarray(w).conj().T @ np.asarray(w), np.eye(n), atol=2e-5)
+  # complex64: four n-term factors (the DFTs, the reflections) and the phases, n <= 8
+  np.testing.assert_allclose(np.asarray(w), np_urnn(theta, refl, perm), **tol.F32)
+  np.testing.assert_allclose(np.asarray(w).conj().T @ np.asarray(w), np.eye(n), **tol.F32)
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 8])
@@ -119,9 +120,10 @@ def test_urnn_apply_equals_the_numpy_product(n):
   x = (rng.normal(size=(2, 3, n)) + 1j * rng.normal(size=(2, 3, n))).astype(np.complex64)
   got = geometry.urnn_apply(factors, jnp.asarray(x), perm)
   assert got.dtype == jnp.complex64 and got.shape == x.shape
-  np.testing.assert_allclose(np.asarray(got), x @ np_urnn(theta, refl, perm).T, atol=2e-5)
+  # the factors applied to rows: four n-term factors, n <= 8, at |x| up to 3
+  np.testing.assert_allclose(np.asarray(got), x @ np_urnn(theta, refl, perm).T, **tol.F32)
   np.testing.assert_allclose(np.asarray(geometry.urnn_apply(factors, jnp.asarray(x.real), perm)),
-                             x.real @ np_urnn(theta, refl, perm).T, atol=2e-5)
+                             x.real @ np_urnn(theta, refl, perm).T, **tol.F32)
 
 
 def test_urnn_factors_and_apply_bad_arguments():
@@ -146,7 +148,8 @@ def test_eunn_matrix_equals_numpy_product(n, capacity, complex_valued):
       if complex_valued else ()
   w = geometry.eunn_matrix(*(jnp.asarray(a, jnp.float32) for a in (ta, tb) + phases))
   assert w.dtype == (jnp.complex64 if complex_valued else jnp.float32)
-  np.testing.assert_allclose(np.asarray(w), np_eunn(n, ta, tb, *phases), atol=2e-5)
+  # capacity <= 4 layers of 2 x 2 rotations and the phases
+  np.testing.assert_allclose(np.asarray(w), np_eunn(n, ta, tb, *phases), **tol.F32)
 
 
 @pytest.mark.parametrize("n", [2, 3, 6, 7])
@@ -165,10 +168,11 @@ def test_eunn_apply_equals_the_numpy_product(n, capacity, complex_valued):
   want = x @ np_eunn(n, ta, tb, *phases).T
   got = geometry.eunn_apply(rot, jnp.asarray(x))
   assert got.dtype == x.dtype and got.shape == x.shape
-  np.testing.assert_allclose(np.asarray(got), want, atol=2e-5)
+  # capacity <= 4 layers of 2 x 2 rotations applied to rows, at |x| up to 4
+  np.testing.assert_allclose(np.asarray(got), want, **tol.F32)
   if complex_valued:  # a real x is the complex vector with zero imaginary part
     np.testing.assert_allclose(np.asarray(geometry.eunn_apply(rot, jnp.asarray(x.real))),
-                               x.real @ np_eunn(n, ta, tb, *phases).T, atol=2e-5)
+                               x.real @ np_eunn(n, ta, tb, *phases).T, **tol.F32)
 
 
 def test_eunn_apply_bad_arguments():
@@ -188,7 +192,8 @@ def test_eunn_is_unitary_property(n, capacity, seed):
   shapes = [(la, n // 2), (lb, (n - 1) // 2)] * 2 + [(n,)]
   w = np.asarray(geometry.eunn_matrix(*(jnp.asarray(angles(rng, *s), jnp.float32)
                                         for s in shapes)))
-  np.testing.assert_allclose(w.conj().T @ w, np.eye(n), atol=3e-5)
+  # capacity <= 6 layers of rotations, then n <= 9-term complex products
+  np.testing.assert_allclose(w.conj().T @ w, np.eye(n), **tol.F32)
 
 
 def test_full_capacity_real_eunn_reaches_any_rotation_sign_pattern():
@@ -197,6 +202,8 @@ def test_full_capacity_real_eunn_reaches_any_rotation_sign_pattern():
   n = 6
   one = np.asarray(geometry.eunn_matrix(jnp.asarray(angles(rng, 1, 3), jnp.float32),
                                         jnp.zeros((0, 2), jnp.float32)))
+  # structural zeros are exact; the other entries are cosines and sines of uniform angles
+  # and their products (0.22 and 0.0068 the smallest here), far above 1e-7
   assert np.count_nonzero(np.abs(one) > 1e-7) == 2 * n  # three 2 x 2 blocks
   full = np.asarray(geometry.eunn_matrix(jnp.asarray(angles(rng, 3, 3), jnp.float32),
                                          jnp.asarray(angles(rng, 3, 2), jnp.float32)))
@@ -213,9 +220,11 @@ def test_eunn_fft_matrix_equals_numpy_butterflies(n, complex_valued):
   w = geometry.eunn_fft_matrix(*[None if a is None else jnp.asarray(a, jnp.float32)
                                  for a in (theta, phi, omega)])
   want = np_eunn_fft(n, theta, phi, omega)
-  np.testing.assert_allclose(np.asarray(w), want if complex_valued else want.real, atol=3e-6)
+  # each entry a product of log2 n <= 4 rotation entries and phases, each rounded
+  np.testing.assert_allclose(np.asarray(w), want if complex_valued else want.real, **tol.F32)
   assert np.iscomplexobj(np.asarray(w)) == complex_valued
-  # log2 n butterfly layers couple every coordinate with every other (no structural zeros)
+  # log2 n butterfly layers couple every coordinate with every other (no structural zeros,
+  # which would be exact 0; the smallest float64 entry here is 9e-4 for n = 16)
   assert np.all(np.abs(want) > 1e-6)
 
 
@@ -241,7 +250,7 @@ def test_complex_to_real_kernel_acts_as_w_on_split_states():
   np.testing.assert_allclose(out[:, :n] + 1j * out[:, n:], (w @ h.T).T, **tol.F32)
   q, _ = np.linalg.qr(w)  # unitary -> orthogonal embedding
   kq = np.asarray(geometry.complex_to_real_kernel(jnp.asarray(q, jnp.complex64)), np.float64)
-  np.testing.assert_allclose(kq.T @ kq, np.eye(2 * n), atol=1e-5)
+  np.testing.assert_allclose(kq.T @ kq, np.eye(2 * n), atol=tol.F32["atol"])
 
 
 def test_modrelu_split_equals_complex_modrelu_and_is_grad_safe_at_zero():
@@ -251,9 +260,10 @@ def test_modrelu_split_equals_complex_modrelu_and_is_grad_safe_at_zero():
   b = rng.uniform(-1, 0.5, 4)
   zs = jnp.asarray(np.concatenate([z.real, z.imag], -1), jnp.float32)
   out = geometry.modrelu_split(zs, jnp.asarray(b, jnp.float32))
-  np.testing.assert_allclose(split(out), np_complex_modrelu(z, b), atol=1e-6)
+  # elementwise: |z|, z / |z| and (|z| + b)_+, a few roundings at |z| up to 2.2
+  np.testing.assert_allclose(split(out), np_complex_modrelu(z, b), **tol.F32_SHORT)
   np.testing.assert_allclose(split(out), np.asarray(geometry.modrelu(
-      jnp.asarray(z, jnp.complex64), jnp.asarray(b, jnp.float32))), atol=1e-6)
+      jnp.asarray(z, jnp.complex64), jnp.asarray(b, jnp.float32))), **tol.F32_SHORT)
   g = jax.grad(lambda a: jnp.sum(geometry.modrelu_split(a, jnp.zeros((4,)))))(zs)
   assert np.all(np.isfinite(np.asarray(g))) and float(g[0, 0]) == 0.0
   with pytest.raises(ValueError, match="modrelu_split: the last axis of 'z' must have even"):
@@ -275,17 +285,17 @@ def test_unitary_maps_gradients_x64(x64):
     return jnp.sum(jnp.abs(w[:, 0] + w[0]) ** 2) + jnp.sum(jnp.real(w) * jnp.imag(w))
 
   jtu.check_grads(jax.jit(f_urnn), (jnp.asarray(angles(rng, 3, n)), jnp.asarray(rng.uniform(-1, 1, (2, 2, n)))),
-                  order=1, modes=("rev",), atol=1e-6, rtol=1e-6, eps=1e-6)
+                  order=1, modes=("rev",), **tol.FD, eps=tol.FD_STEP)
   shapes = [(2, 2), (1, 1), (2, 2), (1, 1), (n,)]
   jtu.check_grads(jax.jit(f_eunn), tuple(jnp.asarray(angles(rng, *s)) for s in shapes), order=1,
-                  modes=("rev",), atol=1e-6, rtol=1e-6, eps=1e-6)
+                  modes=("rev",), **tol.FD, eps=tol.FD_STEP)
 
   def f_fft(theta, phi, om):
     w = geometry.eunn_fft_matrix(theta, phi, om)
     return jnp.sum(jnp.abs(w[:, 1] + w[2]) ** 2) + jnp.sum(jnp.real(w) * jnp.imag(w))
 
   jtu.check_grads(jax.jit(f_fft), tuple(jnp.asarray(angles(rng, *s)) for s in [(2, 2), (2, 2), (n,)]),
-                  order=1, modes=("rev",), atol=1e-6, rtol=1e-6, eps=1e-6)
+                  order=1, modes=("rev",), **tol.FD, eps=tol.FD_STEP)
 
 
 def test_geometry_bad_arguments():
@@ -318,7 +328,8 @@ def test_urnn_step_equals_numpy_equation():
   kernel = _np(p["input"]["kernel"])
   v = kernel[:, :5] + 1j * kernel[:, 5:]  # V = V_re + i V_im, column form V^T
   pre = (_urnn_w(p, 3) @ split(h).T).T + _np(x) @ v
-  np.testing.assert_allclose(split(out), np_complex_modrelu(pre, _np(p["bias"])), atol=2e-5)
+  # one complex step: n + M = 8 complex terms
+  np.testing.assert_allclose(split(out), np_complex_modrelu(pre, _np(p["bias"])), **tol.F32)
 
 
 @pytest.mark.parametrize("capacity", [1, 3])
@@ -332,7 +343,7 @@ def test_complex_eurnn_step_equals_numpy_equation(capacity):
   kernel = _np(variables["params"]["input"]["kernel"])
   pre = (w @ split(h).T).T + _np(x) @ (kernel[:, :6] + 1j * kernel[:, 6:])
   want = np_complex_modrelu(pre, _np(variables["params"]["bias"]))
-  np.testing.assert_allclose(split(out), want, atol=2e-5)
+  np.testing.assert_allclose(split(out), want, **tol.F32)  # capacity layers, then 9 terms
 
 
 def test_fft_eurnn_and_goru_steps_equal_numpy_equation():
@@ -344,13 +355,15 @@ def test_fft_eurnn_and_goru_steps_equal_numpy_equation():
   kernel = _np(variables["params"]["input"]["kernel"])
   pre = (w @ split(h).T).T + _np(x) @ (kernel[:, :8] + 1j * kernel[:, 8:])
   np.testing.assert_allclose(split(out), np_complex_modrelu(pre, _np(variables["params"]["bias"])),
-                             atol=2e-5)
+                             **tol.F32)
   goru = cells.GORUCell(4, fft=True)
   variables = goru.init(jax.random.key(0), jnp.zeros((B, 4)), jnp.zeros((B, M)))
   e = variables["params"]["eunn"]
   assert set(e) == {"theta"}
   u_orth = np_eunn_fft(4, _np(e["theta"])).real
-  np.testing.assert_allclose(goru.apply(variables, method="orthogonal_matrix"), u_orth, atol=2e-6)
+  # n = 4: each entry a product of log2 n = 2 rotation entries
+  np.testing.assert_allclose(goru.apply(variables, method="orthogonal_matrix"), u_orth,
+                             **tol.F32_SHORT)
 
 
 def test_real_eurnn_step_equals_numpy_equation():
@@ -360,7 +373,7 @@ def test_real_eurnn_step_equals_numpy_equation():
   w = np_eunn(5, p["theta_a"], p["theta_b"]).real
   want = np.tanh(_np(h) @ w.T + _np(x) @ _np(variables["params"]["input"]["kernel"])
                  + _np(variables["params"]["bias"]))
-  np.testing.assert_allclose(out, want, atol=2e-5)
+  np.testing.assert_allclose(out, want, **tol.F32)
 
 
 def test_goru_step_equals_numpy_equation():
@@ -374,7 +387,7 @@ def test_goru_step_equals_numpy_equation():
   r = np_sigmoid(hh @ _np(p["recurrent_r"]) + xx @ k_in[:, :6] + _np(p["bias_r"]))
   z = np_sigmoid(hh @ _np(p["recurrent_z"]) + xx @ k_in[:, 6:12] + _np(p["bias_z"]))
   c = np_modrelu(r * (u_orth @ hh.T).T + xx @ k_in[:, 12:], _np(p["bias_c"]))
-  np.testing.assert_allclose(out, z * hh + (1 - z) * c, atol=2e-5)
+  np.testing.assert_allclose(out, z * hh + (1 - z) * c, **tol.F32)
   np.testing.assert_allclose(_np(p["bias_r"]), 2.0)  # reference init
   np.testing.assert_allclose(_np(p["bias_c"]), 0.01)
 
@@ -392,9 +405,13 @@ def test_unitary_recurrence_preserves_the_norm(name, kw, n):
   params = jax.jit(layer.init)(jax.random.key(0), x)
   h0 = jax.random.normal(jax.random.key(1), (3, 2 * n))
   carry, ys = jax.jit(lambda p: layer.apply(p, x, initial_carry=h0))(params)
+  # the same float32 W at every step: its unitarity defect and each step's rounding add up
+  # linearly over the steps, with no averaging (2.4e-5 after 200 steps at n = 5), so the
+  # worst-case gamma of the chain of steps * 2n <= 3,200 terms (1.2e-4 to 1.9e-4)
+  steps = x.shape[1]
   np.testing.assert_allclose(np.linalg.norm(ys, axis=-1),
                              np.broadcast_to(np.linalg.norm(h0, axis=-1)[:, None], (3, 200)),
-                             rtol=1e-4)
+                             rtol=tol.worst_case(steps * 2 * n))
 
 
 # the complex cells in the default suite; EURNN and GORU (whose layers the fused-scan tests
@@ -440,8 +457,9 @@ def test_complex_cells_mask_and_final_carry():
   carry, ys = layer.apply(params, x, seq_lengths=lengths)
   for b in range(3):
     short_carry, short_ys = layer.apply(params, x[b:b + 1, :int(lengths[b])])
-    np.testing.assert_allclose(carry[b], short_carry[0], atol=1e-5)
-    np.testing.assert_allclose(ys[b, :int(lengths[b])], short_ys[0], atol=1e-5)
+    # up to 6 steps of 2n + M = 11 terms, batch 3 against batch 1
+    np.testing.assert_allclose(carry[b], short_carry[0], **tol.F32)
+    np.testing.assert_allclose(ys[b, :int(lengths[b])], short_ys[0], **tol.F32)
     assert np.all(np.asarray(ys[b, int(lengths[b]):]) == 0)
 
 
@@ -453,19 +471,29 @@ def test_fused_path_covers_every_unitary_cell():
     assert cell.fused_scan() is not None
 
 
-def assert_same_function(fast, plain, params, x, lengths, w, atol):
+def assert_same_function(fast, plain, params, x, lengths, w):
   """Two layers of the same parameters give the same masked loss and the same gradients
-  (parameters and inputs); returns the first's gradients."""
+  (parameters and inputs); returns the first's gradients.
+
+  Tolerances: the scans here run T <= 9 steps of width n <= 14 over B = 3, so the loss is a
+  chain of T n + T B n <= 504 terms (F32_LONG) and each gradient sums T B n <= 378 of them
+  (F32_GRAD, whose atol is for magnitude 1: scaled to the largest entry of each leaf, up to
+  ~900 here, as the entries that cancel carry the rounding of that magnitude)."""
 
   def loss(m, p, xx):
     c, y = m.apply(p, xx, seq_lengths=lengths)
     return jnp.sum(jnp.sin(y) * w) + jnp.sum(c ** 2)
 
-  np.testing.assert_allclose(loss(fast, params, x), loss(plain, params, x), rtol=1e-5)
+  def close(a, c):
+    scale = max(1.0, float(np.max(np.abs(c))))
+    np.testing.assert_allclose(a, c, rtol=tol.F32_GRAD["rtol"],
+                               atol=tol.F32_GRAD["atol"] * scale)
+
+  np.testing.assert_allclose(loss(fast, params, x), loss(plain, params, x),
+                             rtol=tol.F32_LONG["rtol"])
   g_fast = jax.jit(jax.grad(lambda p, xx: loss(fast, p, xx), (0, 1)))(params, x)
   g_plain = jax.jit(jax.grad(lambda p, xx: loss(plain, p, xx), (0, 1)))(params, x)
-  jax.tree_util.tree_map(lambda a, c: np.testing.assert_allclose(a, c, rtol=2e-4, atol=atol),
-                         g_fast, g_plain)
+  jax.tree_util.tree_map(close, g_fast, g_plain)
   return g_fast
 
 
@@ -484,7 +512,7 @@ def factored_against_dense(cls, fused, **kw):
   params["params"]["cell"]["bias"] = jax.random.uniform(jax.random.key(3), b.shape,
                                                         minval=-0.6, maxval=0.4)
   w = jax.random.normal(jax.random.key(2), (3, 9, dense.cell.state_size))
-  return assert_same_function(fact, dense, params, x, lengths, w, atol=2e-5)[0]["params"]
+  return assert_same_function(fact, dense, params, x, lengths, w)[0]["params"]
 
 
 @pytest.mark.parametrize("complex_valued", [True, False])
@@ -546,13 +574,13 @@ def test_rnn_scan_operator_equals_the_dense_kernel_x64(x64, structure):
   args = (ang, u, h0, b)
   for reverse in (False, True):
     np.testing.assert_allclose(run(*args, True, reverse), run(*args, False, reverse),
-                               rtol=1e-12)
+                               rtol=tol.F64["rtol"])
     got = jax.grad(run, (0, 1, 2, 3))(*args, True, reverse)
     want = jax.grad(run, (0, 1, 2, 3))(*args, False, reverse)
     jax.tree_util.tree_map(
-        lambda a, c: np.testing.assert_allclose(a, c, rtol=1e-9, atol=1e-12), got, want)
+        lambda a, c: np.testing.assert_allclose(a, c, **tol.F64_GRAD), got, want)
   jtu.check_grads(jax.jit(lambda *a: run(*a, True, False)), args, order=1, modes=("rev",),
-                  atol=1e-6, rtol=1e-6, eps=1e-6)
+                  **tol.FD, eps=tol.FD_STEP)
   with pytest.raises(ValueError, match="rnn_scan: argument 'operator' must be a function"):
     fused.rnn_scan(factors(*ang), u, h0, b, activation="modrelu_split", operator=structure)
 
@@ -579,7 +607,7 @@ def test_fused_layer_equals_plain_scan_with_masks(cell, reverse):
   params["params"]["cell"][name] = 0.8 * jax.random.uniform(jax.random.key(3), b.shape,
                                                             minval=-1.0, maxval=0.5)
   w = jax.random.normal(jax.random.key(2), (3, 7, getattr(cell, "state_size", cell.features)))
-  g_fast = assert_same_function(fast, plain, params, x, lengths, w, atol=2e-6)
+  g_fast = assert_same_function(fast, plain, params, x, lengths, w)
   assert np.any(np.asarray(g_fast[0]["params"]["cell"][name]) != 0)
 
 
@@ -602,10 +630,10 @@ def test_rnn_scan_modrelu_split_gradient_x64(x64):
         lambda kk, h, u_t: geometry.modrelu_split(h @ kk + u_t, b), k, u, h0, mask=mask)
     return jnp.sum(jnp.cos(hs)) + jnp.sum(c)
 
-  np.testing.assert_allclose(f(*args), ref(*args), rtol=1e-12)
-  jax.tree_util.tree_map(lambda a, c: np.testing.assert_allclose(a, c, rtol=1e-9, atol=1e-12),
+  np.testing.assert_allclose(f(*args), ref(*args), rtol=tol.F64["rtol"])
+  jax.tree_util.tree_map(lambda a, c: np.testing.assert_allclose(a, c, **tol.F64_GRAD),
                          jax.grad(f, (0, 1, 2, 3))(*args), jax.grad(ref, (0, 1, 2, 3))(*args))
-  jtu.check_grads(jax.jit(f), args, order=1, modes=("rev",), atol=1e-6, rtol=1e-6, eps=1e-6)
+  jtu.check_grads(jax.jit(f), args, order=1, modes=("rev",), **tol.FD, eps=tol.FD_STEP)
   with pytest.raises(ValueError, match="rnn_scan: with activation='modrelu_split'"):
     fused.rnn_scan(args[0], args[1], args[2], jnp.zeros((n2,)), activation="modrelu_split")
 

@@ -16,6 +16,7 @@ from lvf_jax import train
 from lvf_jax.data import paths
 from lvf_jax.train import parallel
 from lvf_jax.train.config import make_config, set_field
+import tolerances as tol
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -26,7 +27,10 @@ def losses(workdir):
   return [(r["step"], r["split"], r["loss"]) for r in records if "loss" in r]
 
 
-def same(a, b, rtol=1e-5):
+# float32 losses of one model: the device split reorders only the sums over the batch (8
+# examples, x <= 20 positions for PTB: <= 160 terms) of the losses and of the gradients
+# before them (the runs differ by <= 5e-7)
+def same(a, b, rtol=tol.F32["rtol"]):
   assert [x[:2] for x in a] == [x[:2] for x in b]
   np.testing.assert_allclose([x[2] for x in a], [x[2] for x in b], rtol=rtol)
 

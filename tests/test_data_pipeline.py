@@ -20,6 +20,7 @@ from hypothesis import given, settings, strategies as st
 
 from lvf_jax import data
 from lvf_jax.data import features, paths, readers
+import tolerances as tol
 
 RAW = paths.raw_data_dir()
 
@@ -268,12 +269,14 @@ def test_mnist_prepared_sizes_holdout_and_permutation(tfds_dir):
   batch = train.get_batch([0, 1, 2])
   assert batch["inputs"].shape == (3, 784, 1) and batch["inputs"].dtype == np.float32
   src = train.indices[:3]
+  # float32 x / 255 against float64: one rounding
   np.testing.assert_allclose(batch["inputs"][..., 0],
-                             raw_x[src].reshape(3, 784)[:, perm] / 255.0, rtol=1e-6)
+                             raw_x[src].reshape(3, 784)[:, perm] / 255.0,
+                             rtol=tol.F32_SHORT["rtol"])
   np.testing.assert_array_equal(batch["labels"], raw_y[src])
   seq = valid.get_batch([4])
   np.testing.assert_allclose(seq["inputs"][0, :, 0], raw_x[valid.indices[4]].reshape(784) / 255.,
-                             rtol=1e-6)
+                             rtol=tol.F32_SHORT["rtol"])
   assert 0.0 <= seq["inputs"].min() and seq["inputs"].max() <= 1.0
   other = data.load("pmnist", "train", tfds_dir=tfds_dir, permutation_seed=1)
   assert not np.array_equal(other.info["permutation"], perm)
@@ -295,14 +298,16 @@ def test_cifar10_mock_data_pipeline(source, tmp_path):
     rec = pixel.records([3])[0]
     batch = pixel.get_batch([3])
     img = np.asarray(rec["image"], np.float32).reshape(32, 32, 3) / 255.0
-    np.testing.assert_allclose(batch["inputs"][0], img.reshape(1024, 3), rtol=1e-6)
+    # float32 x / 255 on both sides: one rounding each
+    np.testing.assert_allclose(batch["inputs"][0], img.reshape(1024, 3),
+                               rtol=tol.F32_SHORT["rtol"])
     assert batch["labels"][0] == rec["label"]
     b1 = noisy.get_batch([0, 1, 2])
     b2 = noisy.get_batch([2, 0])
     assert b1["inputs"].shape == (3, 1000, 96) and b1["inputs"].dtype == np.float32
     rec0 = noisy.records([0])[0]
     rows = np.asarray(rec0["image"], np.float32).reshape(32, 96) / 255.0
-    np.testing.assert_allclose(b1["inputs"][0, :32], rows, rtol=1e-6)
+    np.testing.assert_allclose(b1["inputs"][0, :32], rows, rtol=tol.F32_SHORT["rtol"])
     np.testing.assert_array_equal(b1["inputs"][2], b2["inputs"][0])  # per-example noise
     assert not np.allclose(b1["inputs"][0, 32:], b1["inputs"][1, 32:])
     np.testing.assert_array_equal(
@@ -313,6 +318,8 @@ def test_cifar10_mock_data_pipeline(source, tmp_path):
 def test_cifar10_noise_statistics():
   noise = np.stack([data.cifar_noise(i, "train", 0) for i in range(20)])
   assert noise.shape == (20, 968, 96)
+  # N = 20 x 968 x 96 = 1.86e6 draws: the mean's sigma is N^-1/2 = 7.3e-4, the std's
+  # (2 N)^-1/2 = 5.2e-4, so 0.01 is 13 and 19 sigma
   assert abs(float(noise.mean())) < 0.01 and abs(float(noise.std()) - 1.0) < 0.01
   np.testing.assert_array_equal(noise[3], data.cifar_noise(3, "train", 0))
   assert not np.array_equal(data.cifar_noise(3, "test", 0), noise[3])

@@ -30,8 +30,9 @@ def test_mnist_sizes_means_and_class_counts():
   assert train_x.shape == (60000, 28, 28) and train_x.dtype == np.uint8
   assert test_x.shape == (10000, 28, 28)
   assert train_y.shape == (60000,) and test_y.shape == (10000,)
+  # shared/data/mnist/README.md prints the means to 6 decimals: half a unit of the last, 5e-7
   np.testing.assert_allclose(train_x.mean() / 255.0, 0.130660, atol=5e-7)
-  np.testing.assert_allclose(test_x.mean() / 255.0, 0.132515, atol=5e-7)
+  np.testing.assert_allclose(test_x.mean() / 255.0, 0.132515, atol=5e-7)  # 6 decimals too
   assert np.bincount(train_y).tolist() == [5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265,
                                            5851, 5949]
   assert np.bincount(test_y).tolist() == [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from lvf_jax import diagnostics
+import tolerances as tol
 
 
 def np_fmc(theta, steps, terms=400):
@@ -29,9 +30,13 @@ def test_fmc_matches_numpy_loop_of_eq7(x64):
   q, _ = np.linalg.qr(rng.normal(size=(12, 12)))
   theta = 0.6 * q + 0.1 * np.tril(rng.normal(size=(12, 12)), -1)
   got = diagnostics.fisher_memory_curve(jnp.asarray(theta), 30, doublings=10)
-  np.testing.assert_allclose(got, np_fmc(theta, 30, terms=1024), rtol=1e-9, atol=1e-12)
+  # float64, ten doublings against a loop of 1024 terms, then a 12-wide solve: the terms
+  # shrink as rho(theta)^2k = 0.46^k (12,288 nominal, far fewer that count), cond(C) = 2.3
+  np.testing.assert_allclose(got, np_fmc(theta, 30, terms=1024),
+                             rtol=tol.F64_CONDITIONED["rtol"], atol=tol.F64["atol"])
   total = diagnostics.fisher_memory_total(jnp.asarray(theta), 30, doublings=10)
-  np.testing.assert_allclose(total, np_fmc(theta, 30, terms=1024).sum(), rtol=1e-9)
+  np.testing.assert_allclose(total, np_fmc(theta, 30, terms=1024).sum(),
+                             rtol=tol.F64_CONDITIONED["rtol"])
 
 
 @pytest.mark.parametrize("alpha", [0.9, 1.0, 1.1])
@@ -43,8 +48,9 @@ def test_delay_line_has_the_closed_form_of_ganguli_et_al(alpha, x64):
   got = np.asarray(diagnostics.fisher_memory_curve(theta, n + 5))
   k = np.arange(n)
   want = 1.0 / (k + 1) if alpha == 1.0 else alpha ** k * (alpha - 1) / (alpha ** (k + 1) - 1)
-  np.testing.assert_allclose(got[:n], want, rtol=1e-10)
-  np.testing.assert_allclose(got[n:], 0.0, atol=1e-12)
+  # float64: C is diagonal, C_kk a sum of <= n = 20 powers of alpha
+  np.testing.assert_allclose(got[:n], want, rtol=tol.F64["rtol"])
+  np.testing.assert_allclose(got[n:], 0.0, atol=tol.F64["atol"])  # Theta^n = 0 exactly
 
 
 def test_schur_chain_structure_and_dtype():
@@ -60,8 +66,9 @@ def test_jit_vmap_and_dtype():
   out = f(thetas)
   assert out.shape == (2, 8) and out.dtype == jnp.float32
   for i in range(2):
+    # float32, 16 doublings of 6-wide products and a 6-wide solve: about 200 terms
     np.testing.assert_allclose(out[i], diagnostics.fisher_memory_curve(thetas[i], 8),
-                               rtol=1e-5)
+                               rtol=tol.F32["rtol"])
   assert np.all(np.asarray(out) >= -1e-6)
 
 
@@ -104,12 +111,13 @@ def test_lvf_transition_matrix_is_numpy_euler_map_of_eqs_9_to_15():
       d[i, i] += v[i, j] - v[j, i]
       d[i, j] -= v[i, j] - v[j, i]
   got = diagnostics.transition_matrices(cell, params)["recurrent"]
-  np.testing.assert_allclose(got, np.eye(n) - 0.7 * d, atol=1e-5)
+  # float32 against float64: each entry sums 2 n = 10 terms, each norm n sums of them
+  np.testing.assert_allclose(got, np.eye(n) - 0.7 * d, atol=tol.F32["atol"])
   s = diagnostics.vector_field_summary(params["vector_field"])
   div = v.sum(0) - v.sum(1)
-  np.testing.assert_allclose(s["divergence_norm"], np.linalg.norm(div), rtol=1e-5)
-  np.testing.assert_allclose(s["flux_norm"], np.linalg.norm(div), rtol=1e-5)
-  np.testing.assert_allclose(s["rotation_norm"], np.linalg.norm(v.T - v), rtol=1e-5)
+  np.testing.assert_allclose(s["divergence_norm"], np.linalg.norm(div), rtol=tol.F32["rtol"])
+  np.testing.assert_allclose(s["flux_norm"], np.linalg.norm(div), rtol=tol.F32["rtol"])
+  np.testing.assert_allclose(s["rotation_norm"], np.linalg.norm(v.T - v), rtol=tol.F32["rtol"])
 
 
 @pytest.mark.parametrize("name", ["rnn", "exprnn", "scornn", "nnrnn", "antisymmetric"])
@@ -133,6 +141,9 @@ def test_transition_matrix_is_the_finite_difference_jacobian_of_a_step(name):
     expected = np.eye(4) + cell.epsilon * (1 - slope ** 2)[:, None] * m
   else:
     expected = (1 - h1 ** 2)[:, None] * m
+  # central differences at eps = 1e-2 of a float32 step: truncation eps^2 / 6 max|tanh'''| (2)
+  # |M_ij|^3 = 3.3e-5 |M_ij|^3 plus rounding 2 u / (2 eps) = 6e-6; 2e-3 holds |M_ij| <= 3.9
+  # (here |M_ij| <= 1.5: at most 1.2e-4)
   np.testing.assert_allclose(fd, expected, atol=2e-3)
 
 
@@ -156,19 +167,26 @@ def test_spectrum_matches_numpy_and_is_jit_safe():
   rng = np.random.RandomState(0)
   m = rng.normal(size=(6, 6)).astype(np.float32)
   s = jax.jit(diagnostics.spectrum)(jnp.asarray(m))
+  # float32 eigenvalues of a non-normal 6 x 6 matrix: the QR iteration's rounding times
+  # kappa(lambda) ||m||_2 = 2.2 x 4.7 = 10: 10 times a 400-term chain is F32_LONG's
   np.testing.assert_allclose(np.sort_complex(np.asarray(s["eigenvalues"])),
-                             np.sort_complex(np.linalg.eigvals(m)), atol=1e-4)
+                             np.sort_complex(np.linalg.eigvals(m)), atol=tol.F32_LONG["atol"])
+  # float32 SVD: each sigma_i moves by the rounding of the m.size-term chain times ||m||_2
+  # (Weyl), relative to the smallest cond(m) = 9.4 times that
   np.testing.assert_allclose(s["singular_values"], np.linalg.svd(m, compute_uv=False),
-                             rtol=1e-5)
+                             rtol=tol.probabilistic(m.size) * np.linalg.cond(m))
+  # the same np.linalg.eigvals of the same float32 matrix on both sides
   np.testing.assert_allclose(s["spectral_radius"], np.abs(np.linalg.eigvals(m)).max(),
-                             rtol=1e-5)
+                             rtol=tol.F32["rtol"])
+  # float32 6-term products, then Frobenius norms of 36 entries
   np.testing.assert_allclose(s["orthogonality_error"], np.linalg.norm(m.T @ m - np.eye(6)),
-                             rtol=1e-5)
+                             rtol=tol.F32["rtol"])
   np.testing.assert_allclose(s["normality_error"],
-                             np.linalg.norm(m @ m.T - m.T @ m) / np.sum(m * m), rtol=1e-5)
-  q = np.linalg.qr(m)[0]
-  assert float(diagnostics.orthogonality_error(q)) < 1e-5
-  assert float(diagnostics.normality_error(q)) < 1e-5
+                             np.linalg.norm(m @ m.T - m.T @ m) / np.sum(m * m),
+                             rtol=tol.F32["rtol"])
+  q = np.linalg.qr(m)[0]  # float32 Householder QR: orthogonal to the rounding of 6-term chains
+  assert float(diagnostics.orthogonality_error(q)) < tol.F32["atol"]
+  assert float(diagnostics.normality_error(q)) < tol.F32["atol"]
   assert float(diagnostics.normality_error(np.triu(m, 1) + np.eye(6))) > 0.1
 
 
@@ -193,6 +211,9 @@ def test_loss_gradient_norms_equal_finite_differences_of_a_state_perturbation():
         e = zero.copy()
         e[b, t, i] = eps
         g[b, i] = (float(f(jnp.asarray(e))) - float(f(jnp.asarray(-e)))) / (2 * eps)
+    # central differences at eps = 1e-2 of the float32 loss (|L| = 3.6): rounding
+    # ulp(L) / (2 eps) = 1.2e-5 per entry, truncation eps^2 |L'''| / 6 = 1.7e-5 |L'''|; over
+    # sqrt(6) entries against the smallest norm (0.33), 2e-2 holds |L'''| up to 150
     np.testing.assert_allclose(norms[t], np.linalg.norm(g), rtol=2e-2)
 
 
@@ -207,8 +228,10 @@ def test_state_jacobian_norms_equal_the_full_jacobian():
   # jac[b, i, b', t, j]: per element b = b'
   per = np.stack([np.sqrt(np.sum(np.asarray(jac[b, :, b]) ** 2, axis=(0, 2)))
                   for b in range(2)])
-  np.testing.assert_allclose(norms, per.mean(0), rtol=1e-5)
-  assert norms[-1] == pytest.approx(np.sqrt(3), rel=1e-5)  # d h_T / d h_T = I
+  # float32 VJPs through T = 5 LSTM steps of 4 gates x 3 units: 60 terms
+  np.testing.assert_allclose(norms, per.mean(0), rtol=tol.F32["rtol"])
+  # d h_T / d h_T = I: exact ones, then one sum of 3, a sqrt and a mean of 2
+  assert norms[-1] == pytest.approx(np.sqrt(3), rel=tol.F32_SHORT["rtol"])
 
 
 def test_perturbed_states_without_perturbation_are_the_layer_outputs():
@@ -219,8 +242,9 @@ def test_perturbed_states_without_perturbation_are_the_layer_outputs():
     params = _layer_params(cell, x)
     ys = layers.Recurrent(cell).apply({"params": {"cell": params}}, x)
     zero = jnp.zeros(ys.shape, ys.dtype)
+    # float32, two codings of T = 7 steps of <= 4 gates x 4 units: 112 terms
     np.testing.assert_allclose(diagnostics.perturbed_states(cell, params, x, zero), ys,
-                               atol=1e-6)
+                               **tol.F32)
 
 
 def test_hidden_pca_matches_numpy_svd():
@@ -229,8 +253,11 @@ def test_hidden_pca_matches_numpy_svd():
   proj, ratio = diagnostics.hidden_pca(jnp.asarray(h, jnp.float32), k=2)
   flat = h.reshape(-1, 5) - h.reshape(-1, 5).mean(0)
   _, s, vt = np.linalg.svd(flat, full_matrices=False)
-  np.testing.assert_allclose(ratio, s[:2] ** 2 / np.sum(s ** 2), rtol=1e-4)
-  np.testing.assert_allclose(np.abs(proj.reshape(-1, 2)), np.abs(flat @ vt[:2].T), atol=1e-4)
+  # float32 PCA of 30 x 5 rows against float64: a 150-term chain, sigma_1 / sigma_2 = 3.4
+  # for the ratio and |proj| <= 6.2 for the projections: within the F32_LONG chain
+  np.testing.assert_allclose(ratio, s[:2] ** 2 / np.sum(s ** 2), rtol=tol.F32_LONG["rtol"])
+  np.testing.assert_allclose(np.abs(proj.reshape(-1, 2)), np.abs(flat @ vt[:2].T),
+                             atol=tol.F32_LONG["atol"])
 
 
 # ------------------------------------------------------------------ models, training, plots
@@ -248,7 +275,7 @@ def test_model_diagnostics_of_a_stack_and_in_training(tmp_path):
   c_v = diagnostics.transition_matrices(m.cells[0], params["rnn"]["layer_0"]["cell"])
   np.testing.assert_allclose(d["layer_0/recurrent/spectral_radius"],
                              np.abs(np.linalg.eigvals(np.asarray(c_v["recurrent"]))).max(),
-                             rtol=1e-5)
+                             rtol=tol.F32["rtol"])  # one np.linalg.eigvals on both sides
   c = make_config("copy", {"T": 5}, "exprnn", 6, train=dict(
       steps=4, batch_size=4, eval_every=2, eval_size=8, progress_bar=False, tensorboard=False))
   train.train_and_evaluate(c, str(tmp_path))
@@ -256,7 +283,8 @@ def test_model_diagnostics_of_a_stack_and_in_training(tmp_path):
   rows = [json.loads(l) for l in open(tmp_path / "metrics.jsonl")]
   diag = [r for r in rows if r["split"] == "diagnostics"]
   assert [r["step"] for r in diag] == [2, 4]
-  assert all(r["layer_0/recurrent/orthogonality_error"] < 1e-4 for r in diag)  # expm(A)
+  # expm(A) of a 6-wide skew-symmetric A in float32: a matrix function, the F32_LONG chain
+  assert all(r["layer_0/recurrent/orthogonality_error"] < tol.F32_LONG["atol"] for r in diag)
   assert (tmp_path / "diagnostics.png").stat().st_size > 1000
 
 
@@ -280,14 +308,16 @@ def test_nnrnn_schur_factors_rebuild_the_transition_matrix():
   params = _layer_params(cell, jnp.ones((2, 3, 2)))
   f = diagnostics.schur_factors(cell, params)
   p, lam, t = (np.asarray(f[k], np.float64) for k in ("P", "Lambda", "T"))
-  np.testing.assert_allclose(p.T @ p, np.eye(6), atol=1e-5)
+  # P = expm of a 6-wide skew matrix in float32: a few 6-term products
+  np.testing.assert_allclose(p.T @ p, np.eye(6), atol=tol.F32["atol"])
   assert np.all(np.triu(t) == 0)
   g, th = np.asarray(f["gamma"]), np.asarray(f["theta"])
   np.testing.assert_allclose(lam[:2, :2], g[0] * np.array([[np.cos(th[0]), -np.sin(th[0])],
                                                           [np.sin(th[0]), np.cos(th[0])]]),
-                             atol=1e-6)
+                             atol=tol.F32_SHORT["atol"])  # float32 gamma cos(theta): 2 roundings
   m = diagnostics.transition_matrices(cell, params)["recurrent"]
-  np.testing.assert_allclose(m, p @ (lam + t) @ p.T, atol=1e-5)
+  # float32 V against float64 products of its float32 factors: two 6-term products
+  np.testing.assert_allclose(m, p @ (lam + t) @ p.T, atol=tol.F32["atol"])
   with pytest.raises(ValueError, match="must be an nnRNN cell"):
     diagnostics.schur_factors(cells.LVFRNNCell(4), {})
 
@@ -301,6 +331,8 @@ def test_loss_gradients_are_per_example_step_and_unit_and_give_the_norms():
   g = diagnostics.loss_gradients(cell, params, x, loss)
   assert g.shape == (2, 5, 3)
   h = diagnostics.perturbed_states(cell, params, x, jnp.zeros((2, 5, 3)))
-  np.testing.assert_allclose(g[:, -1], 2 * h[:, -1], rtol=1e-5)  # dL/dh_T of sum h_T^2
+  # dL/dh_T of sum h_T^2; float32, two compilations of T = 5 GRU steps of 3 gates x 3 units
+  np.testing.assert_allclose(g[:, -1], 2 * h[:, -1], rtol=tol.F32["rtol"])
   np.testing.assert_allclose(diagnostics.loss_gradient_norms(cell, params, x, loss),
-                             np.sqrt(np.sum(np.asarray(g) ** 2, axis=(0, 2))), rtol=1e-5)
+                             np.sqrt(np.sum(np.asarray(g) ** 2, axis=(0, 2))),
+                             rtol=tol.F32["rtol"])  # float32 sums of 2 x 3 squares

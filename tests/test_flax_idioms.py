@@ -70,6 +70,7 @@ def _tol(ref) -> float:
 def _assert_trees_close(a, b):
   tol = _tol(a)
   for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
+    # rtol=0: _tol is absolute, at the tree's largest magnitude
     np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=0, atol=tol)
 
 
@@ -238,6 +239,7 @@ def test_lstm_gru_take_their_width_from_the_carry_as_flax(ours, theirs):
   tol = _tol(want)
   for layer in (nn.RNN(ours), layers.Recurrent(ours), layers.Recurrent(ours, fused=True)):
     got = layer.apply(variables, x, initial_carry=carry)
+    # rtol=0: _tol is absolute, at the outputs' largest magnitude
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=tol)
 
   class Prepared(nn.Module):
@@ -250,7 +252,7 @@ def test_lstm_gru_take_their_width_from_the_carry_as_flax(ours, theirs):
   assert jax.tree_util.tree_map(jnp.shape, p_vars["params"]["cell"]) == \
       jax.tree_util.tree_map(jnp.shape, variables["params"]["cell"])
   got = Prepared().apply({"params": {"cell": variables["params"]["cell"]}}, x)
-  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=tol)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0, atol=tol)  # as above
 
 
 def test_prepared_lstm_names_both_widths_for_another_carry():

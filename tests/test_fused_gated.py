@@ -111,8 +111,8 @@ def test_ncgru_matches_autodiff_of_reference_x64(reverse, lengths, x64):
 
   g_f = jax.jit(jax.grad(f_fused, argnums=(0, 1, 2, 3, 4)))(*args)
   g_r = jax.jit(jax.grad(f_ref, argnums=(0, 1, 2, 3, 4)))(*args)
-  for a, b in zip(g_f, g_r):
-    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+  for a, b in zip(g_f, g_r):  # float64 VJPs through T = 6 steps, B = 3, 3 gates of N = 4
+    np.testing.assert_allclose(a, b, **tol.F64_GRAD)
 
 
 def test_ncgru_check_grads_finite_differences_x64(x64):
@@ -121,7 +121,7 @@ def test_ncgru_check_grads_finite_differences_x64(x64):
   w = jnp.asarray(np.random.default_rng(1).standard_normal((T, 2, N)))
   f = lambda *a: _loss(fused_gated.ncgru_scan(*a), w)
   jtu.check_grads(jax.jit(f), (kernel_ru, kernel_c, bias_c, u, h0), order=1, modes=("rev",),
-                  atol=1e-6, rtol=1e-6)
+                  **tol.FD)
 
 
 def test_ncgru_bad_arguments_raise():
@@ -179,7 +179,8 @@ def test_matches_autodiff_of_reference_x64(cell, reverse, lengths, x64):
                          out_f, out_r)
   g_f = jax.jit(jax.grad(f_fused, argnums=(0, 1, 2, 3)))(*args)
   g_r = jax.jit(jax.grad(f_ref, argnums=(0, 1, 2, 3)))(*args)
-  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12),
+  # float64 VJPs through T = 6 steps, B = 3, <= 4 gates of N = 4
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, **tol.F64_GRAD),
                          g_f, g_r)
   if lengths is not None:  # padded steps: zero outputs, frozen carry
     hs = np.asarray(out_f[1])
@@ -193,7 +194,7 @@ def test_check_grads_finite_differences_x64(cell, x64):
   fused = fused_gated.lstm_scan if cell == "lstm" else fused_gated.gru_scan
   w = jnp.asarray(np.random.default_rng(1).standard_normal((T, 2, N)))
   f = lambda *a: _loss(fused(*a), w)
-  jtu.check_grads(jax.jit(f), (kernel, bias, u, carry), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
+  jtu.check_grads(jax.jit(f), (kernel, bias, u, carry), order=1, modes=("rev",), **tol.FD)
 
 
 def test_several_batch_axes_and_seq_lengths():
@@ -208,8 +209,9 @@ def test_several_batch_axes_and_seq_lengths():
                                     u4.reshape((T, 6, 4 * N)),
                                     tuple(a.reshape((6, N)) for a in carry),
                                     mask=jnp.arange(T)[:, None] < lengths.reshape(-1)[None])
-  np.testing.assert_allclose(hs.reshape((T, 6, N)), hs_ref, rtol=1e-5, atol=1e-6)
-  np.testing.assert_allclose(h.reshape((6, N)), h_ref, rtol=1e-5, atol=1e-6)
+  # float32, two scans of T = 6 LSTM steps of 4 gates x N = 4: a 96-term chain
+  np.testing.assert_allclose(hs.reshape((T, 6, N)), hs_ref, **tol.F32)
+  np.testing.assert_allclose(h.reshape((6, N)), h_ref, **tol.F32)
 
 
 def test_bad_arguments_raise():
@@ -239,12 +241,13 @@ def test_three_input_arrays_equal_one_concatenated_array_x64(scan, x64):
                                             mask=mask_of(LENGTHS))
   parts = tuple(jnp.split(u, 3, axis=-1))
   w = jnp.asarray(np.random.default_rng(4).standard_normal((T, 3, N)))
-  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13),
+  # float64, the same scan fed two ways: T = 6 steps of 3 gates x N = 4
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, **tol.F64),
                          run(parts), run(u))
   g_parts = jax.grad(lambda uu: _loss(run(uu), w))(parts)
   g_one = jax.grad(lambda uu: _loss(run(uu), w))(u)
   assert isinstance(g_parts, tuple) and len(g_parts) == 3
-  np.testing.assert_allclose(jnp.concatenate(g_parts, axis=-1), g_one, rtol=1e-12, atol=1e-13)
+  np.testing.assert_allclose(jnp.concatenate(g_parts, axis=-1), g_one, **tol.F64)
 
 
 def test_three_input_arrays_bad_arguments_raise():
@@ -291,7 +294,8 @@ def test_input_kernel_matches_the_projected_inputs_x64(scan, reverse, x64):
                          run(project(x, w_in, b_in)))
   g_loop = jax.jit(jax.grad(in_loop, argnums=(0, 1, 2)))(x, w_in, b_in)
   g_hoist = jax.jit(jax.grad(hoisted, argnums=(0, 1, 2)))(x, w_in, b_in)
-  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12),
+  # float64 VJPs through T = 6 steps, B = 3, <= 4 gates of N = 4 and the D = 2 projection
+  jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, **tol.F64_GRAD),
                          g_loop, g_hoist)
   assert float(jnp.max(jnp.abs(g_loop[0]))) > 1e-3
 

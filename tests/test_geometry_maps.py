@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from jax.test_util import check_grads
 
 from lvf_jax import geometry as g
+import tolerances as tol
 
 
 def random_skew(n, seed, norm=None, dtype=np.float32):
@@ -38,7 +39,10 @@ def test_orthogonality_float32_over_norms(n, seed, norm):
   rho = seed % (n + 1)
   for w in (g.expm(a), g.cayley(a), g.scaled_cayley(a, rho)):
     assert w.dtype == jnp.float32
-    assert float(g.orthogonality_error(w)) <= 1e-5
+    # ||A|| up to 1e2: expm's 6 squarings each double the error of its 6 products (13 products
+    # of n = 48 terms with W^T W: 624 terms, past F32's 400); Cayley's solve has condition
+    # sqrt(1 + ||A||^2) = 1e2
+    assert float(g.orthogonality_error(w)) <= tol.F32_LONG["atol"]
 
 
 @settings(max_examples=12)
@@ -46,26 +50,32 @@ def test_orthogonality_float32_over_norms(n, seed, norm):
 def test_maps_match_scipy(n, seed, norm):
   a = random_skew(n, seed, norm, np.float64)
   a32 = jnp.asarray(a.astype(np.float32))
-  np.testing.assert_allclose(g.expm(a32), scipy.linalg.expm(a), atol=2e-5 * (1 + norm))
-  np.testing.assert_allclose(g.cayley(a32), np_scaled_cayley(a, 0), atol=2e-5 * (1 + norm))
+  # A's float32 rounding moves exp(A) and the Cayley map by up to their condition number
+  # 1 + ||A|| times F32 (the maps' chains: 8 products or an LU solve of n <= 16)
+  atol = tol.F32["atol"] * (1 + norm)
+  np.testing.assert_allclose(g.expm(a32), scipy.linalg.expm(a), atol=atol)
+  np.testing.assert_allclose(g.cayley(a32), np_scaled_cayley(a, 0), atol=atol)
   rho = seed % (n + 1)
-  np.testing.assert_allclose(g.scaled_cayley(a32, rho), np_scaled_cayley(a, rho),
-                             atol=2e-5 * (1 + norm))
+  np.testing.assert_allclose(g.scaled_cayley(a32, rho), np_scaled_cayley(a, rho), atol=atol)
   gen = np.random.default_rng(seed).standard_normal((n, n))
   tau = 0.3
   gen32 = jnp.asarray(gen.astype(np.float32))
-  np.testing.assert_allclose(g.euler(gen32, tau), np.eye(n) - tau * gen, atol=1e-5)
+  np.testing.assert_allclose(g.euler(gen32, tau), np.eye(n) - tau * gen, atol=tol.F32["atol"])
   want_mid = np.linalg.solve(np.eye(n) + tau / 2 * gen, np.eye(n) - tau / 2 * gen)
-  np.testing.assert_allclose(g.midpoint(gen32, tau), want_mid, atol=1e-3 * np.abs(want_mid).max())
-  np.testing.assert_allclose(g.exponential(gen32, tau), scipy.linalg.expm(-tau * gen), atol=1e-4)
+  # a solve: F32's chain times the condition number of the non-normal I + tau/2 G
+  cond = np.linalg.cond(np.eye(n) + tau / 2 * gen)
+  np.testing.assert_allclose(g.midpoint(gen32, tau), want_mid,
+                             atol=tol.F32["atol"] * cond * np.abs(want_mid).max())
+  np.testing.assert_allclose(g.exponential(gen32, tau), scipy.linalg.expm(-tau * gen),
+                             atol=tol.F32_LONG["atol"])  # non-normal G: exp's condition > ||tau G||
 
 
 def test_scaled_cayley_d_multiplies_columns_on_the_right():
   # W = (I + A)^{-1}(I - A) D: the last rho *columns* flip sign, not rows.
   a = jnp.asarray(random_skew(5, 0, 1.0))
   c, w = np.asarray(g.cayley(a)), np.asarray(g.scaled_cayley(a, 2))
-  np.testing.assert_allclose(w[:, :3], c[:, :3], atol=1e-6)
-  np.testing.assert_allclose(w[:, 3:], -c[:, 3:], atol=1e-6)
+  np.testing.assert_allclose(w[:, :3], c[:, :3], atol=tol.F32_SHORT["atol"])
+  np.testing.assert_allclose(w[:, 3:], -c[:, 3:], atol=tol.F32_SHORT["atol"])
   assert np.allclose(np.asarray(g.scaling_diagonal(5, 2)), [1, 1, 1, -1, -1])
 
 
@@ -81,23 +91,25 @@ def test_scaled_cayley_reaches_minus_one_eigenvalues(n, rho):
     w_target = np_scaled_cayley(random_skew(n, n + 1, 0.5, np.float64), rho)
   eig = np.linalg.eigvals(w_target)
   if rho % 2 or rho == n:
-    assert np.min(np.abs(eig + 1)) < 1e-6
+    assert np.min(np.abs(eig + 1)) < tol.F64["atol"]  # float64, orthogonal: eigenvalues to u
   a = g.inverse_scaled_cayley(jnp.asarray(w_target.astype(np.float32)), rho)
-  np.testing.assert_allclose(a + a.T, np.zeros((n, n)), atol=1e-5)
-  np.testing.assert_allclose(g.scaled_cayley(a, rho), w_target, atol=1e-5)
+  np.testing.assert_allclose(a + a.T, np.zeros((n, n)), atol=tol.F32["atol"])
+  np.testing.assert_allclose(g.scaled_cayley(a, rho), w_target, atol=tol.F32["atol"])
   assert round(float(np.linalg.det(np.asarray(g.scaled_cayley(a, rho), np.float64)))) == (-1) ** rho
 
 
 @given(st.sampled_from([2, 3, 8, 12]), seeds, norms)
 def test_cayley_never_has_minus_one_eigenvalue(n, seed, norm):
   w = np.asarray(g.cayley(jnp.asarray(random_skew(n, seed, norm))), np.float64)
+  # exactly |(1 - i l) / (1 + i l) + 1| = 2 / sqrt(1 + l^2) >= 2 / (1 + norm) for A's eigenvalues
+  # i l: 1e-4 / (1 + norm) is far below it and far above float32 rounding
   assert np.min(np.abs(np.linalg.eigvals(w) + 1)) > 1e-4 / (1 + norm)
 
 
 def test_midpoint_of_skew_is_cayley_and_orthogonal():
   a = jnp.asarray(random_skew(8, 3, 2.0))
-  np.testing.assert_allclose(g.midpoint(a, 0.5), g.cayley(0.25 * a), atol=1e-6)
-  assert float(g.orthogonality_error(g.midpoint(a, 0.5))) < 1e-5
+  np.testing.assert_allclose(g.midpoint(a, 0.5), g.cayley(0.25 * a), atol=tol.F32_SHORT["atol"])
+  assert float(g.orthogonality_error(g.midpoint(a, 0.5))) < tol.F32["atol"]
 
 
 def test_integrator_registry():
@@ -120,7 +132,7 @@ def test_float32_exponential_maps_call_no_lapack():
   assert lapack_calls(jax.scipy.linalg.expm) > 0
   assert lapack_calls(g.expm) == lapack_calls(lambda m: g.exponential(m, 0.5)) == 0
   np.testing.assert_allclose(g.exponential(a, 0.5), scipy.linalg.expm(-0.5 * np.asarray(a, np.float64)),
-                             atol=2e-6)
+                             atol=tol.F32["atol"])  # 6 products of 6 terms and the Taylor sum
 
 
 def test_euler_tends_to_identity():
@@ -161,12 +173,12 @@ def test_cayley_derivatives_equal_those_of_the_solve_formula_x64(x64):
   def by_solve(x):
     return jnp.linalg.solve(eye[None] + x, eye[None] - x)
 
-  np.testing.assert_allclose(g.cayley(a), by_solve(a), rtol=1e-12, atol=1e-13)
+  np.testing.assert_allclose(g.cayley(a), by_solve(a), **tol.F64)
   grad = lambda f: jax.grad(lambda x: jnp.sum(jnp.sin(f(x)) * w))(a)
-  np.testing.assert_allclose(grad(g.cayley), grad(by_solve), rtol=1e-11, atol=1e-12)
+  np.testing.assert_allclose(grad(g.cayley), grad(by_solve), **tol.F64_GRAD)
   t = jnp.asarray(rng.standard_normal((3, 7, 7)))
   np.testing.assert_allclose(jax.jvp(g.cayley, (a,), (t,))[1], jax.jvp(by_solve, (a,), (t,))[1],
-                             rtol=1e-11, atol=1e-12)
+                             **tol.F64_GRAD)
 
 
 def test_check_grads_tau_and_neumann(x64):
@@ -183,9 +195,9 @@ def test_jit_and_vmap_match_eager(name):
   fn = MAPS[name]
   batch = jnp.stack([jnp.asarray(random_skew(5, s, 1.0)) for s in range(3)])
   eager = jnp.stack([fn(x) for x in batch])
-  np.testing.assert_allclose(jax.jit(fn)(batch[0]), eager[0], atol=1e-5)
-  np.testing.assert_allclose(jax.vmap(fn)(batch), eager, atol=1e-5)
-  np.testing.assert_allclose(fn(batch), eager, atol=1e-5)  # leading batch dims
+  np.testing.assert_allclose(jax.jit(fn)(batch[0]), eager[0], atol=tol.F32["atol"])
+  np.testing.assert_allclose(jax.vmap(fn)(batch), eager, atol=tol.F32["atol"])
+  np.testing.assert_allclose(fn(batch), eager, atol=tol.F32["atol"])  # leading batch dims
 
 
 def test_maps_preserve_dtype(x64):
@@ -197,7 +209,7 @@ def test_maps_preserve_dtype(x64):
 def test_traced_tau_is_accepted():
   gen = jnp.asarray(np.random.default_rng(0).standard_normal((3, 3)).astype(np.float32))
   out = jax.jit(g.euler)(gen, jnp.float32(0.5))
-  np.testing.assert_allclose(out, g.euler(gen, 0.5), atol=1e-6)
+  np.testing.assert_allclose(out, g.euler(gen, 0.5), atol=tol.F32_SHORT["atol"])
 
 
 # ------------------------------------------------------------------- expm_taylor
@@ -223,13 +235,15 @@ def test_expm_taylor_matches_series_and_is_orthogonal(scale, x64):
   for m in (a, a - a.T):
     got = np.asarray(g.expm_taylor(jnp.asarray(m)))
     want = np_expm_taylor_reference(m)
-    np.testing.assert_allclose(got, want, rtol=1e-12 * max(1.0, scale),
-                               atol=1e-12 * np.abs(want).max())
+    # exp's condition number grows with ||A|| (the squarings): F64 relative to scale and |exp|
+    np.testing.assert_allclose(got, want, rtol=tol.F64["rtol"] * max(1.0, scale),
+                               atol=tol.F64["atol"] * np.abs(want).max())
   with jax.enable_x64(False):
     skew = jnp.asarray(a - a.T, jnp.float32)
     q = g.expm_taylor(skew)
     assert q.dtype == jnp.float32
-    np.testing.assert_allclose(q @ q.T, np.eye(8), atol=2e-5 * max(1.0, scale))
+    # s ~ log2(scale) squarings, each doubling the orthogonality error: F32's chain times scale
+    np.testing.assert_allclose(q @ q.T, np.eye(8), atol=tol.F32["atol"] * max(1.0, scale))
 
 
 def test_expm_taylor_batched_matches_each_matrix():
@@ -239,16 +253,21 @@ def test_expm_taylor_batched_matches_each_matrix():
   a = np.stack([random_skew(6, 1, 0.01), random_skew(6, 2, 20.0), rng.standard_normal((6, 6))])
   got = np.asarray(g.expm_taylor(jnp.asarray(a.astype(np.float32))))
   for i in range(3):
+    # the 3 squarings of the norm-20 skew matrix, for all: 9 products of 6 terms, times exp's
+    # condition number ||A|| = 20 for A's float32 rounding: 1,080 terms, F32_LONG's chain
     np.testing.assert_allclose(got[i], scipy.linalg.expm(a[i]),
-                               atol=3e-5 * np.abs(scipy.linalg.expm(a[i])).max())
+                               atol=tol.F32_LONG["atol"] * np.abs(scipy.linalg.expm(a[i])).max())
 
 
 def test_expm_taylor_reverse_mode_matches_finite_differences(x64):
   # 4 a takes three squarings in float64: the squarings' hand-written backward pass
   # (the Frechet derivative at M^T, recomputed forward) is what is checked there.
+  # FD at FD_STEP: |exp(4 a)| <= 6.8 keeps the rounding u |f| / step at 1e-9, and the
+  # truncation step^2 |f'''| / 6 stays within FD for |f'''| up to 6e6
   a = jnp.asarray(np.random.default_rng(1).standard_normal((5, 5)))
-  check_grads(jax.jit(g.expm_taylor), (a,), order=1, modes=("rev",), atol=1e-6, rtol=1e-6)
-  check_grads(jax.jit(g.expm_taylor), (4.0 * a,), order=1, modes=("rev",), atol=1e-5, rtol=1e-5)
+  check_grads(jax.jit(g.expm_taylor), (a,), order=1, modes=("rev",), eps=tol.FD_STEP, **tol.FD)
+  check_grads(jax.jit(g.expm_taylor), (4.0 * a,), order=1, modes=("rev",), eps=tol.FD_STEP,
+              **tol.FD)
 
 
 def test_expm_taylor_gradient_memory_does_not_grow_with_max_squarings():
@@ -291,13 +310,13 @@ def test_expm_taylor_rescaled_powers_of_nonnormal_matrices():
   assert int(maps._squaring_count(jnp.asarray(a, jnp.float32))) == 0
   want = np.eye(3) + a + a @ a / 2
   np.testing.assert_allclose(g.expm_taylor(jnp.asarray(a, jnp.float32)), want,
-                             atol=1e-6 * np.abs(want).max())
+                             atol=tol.F32_SHORT["atol"] * np.abs(want).max())  # 3 terms, 1 product
   a = np.triu(8.0 * rng.standard_normal((6, 6)), 1)
   want = scipy.linalg.expm(a)
   assert int(maps._squaring_count(jnp.asarray(a, jnp.float32))) < np.ceil(
       np.log2(np.abs(a).sum(axis=0).max() / 2.5))
   np.testing.assert_allclose(g.expm_taylor(jnp.asarray(a, jnp.float32)), want,
-                             atol=1e-6 * np.abs(want).max())
+                             atol=tol.F32["atol"] * np.abs(want).max())  # 8 products of 6 terms
 
 
 def test_expm_taylor_float16_keeps_the_1_norm_count():
@@ -310,7 +329,9 @@ def test_expm_taylor_float16_keeps_the_1_norm_count():
   assert s == int(np.ceil(np.log2(float(jnp.max(jnp.sum(jnp.abs(a16), axis=0))) / 2.5)))
   q = g.expm_taylor(a16)
   assert q.dtype == jnp.float16
-  np.testing.assert_allclose(np.asarray(q, np.float64), scipy.linalg.expm(a), atol=2e-2)
+  # float16 rounding of 6 products and s squarings of n = 8 terms
+  np.testing.assert_allclose(np.asarray(q, np.float64), scipy.linalg.expm(a),
+                             atol=tol.probabilistic((6 + s) * len(a), tol.FLOAT16_EPS))
 
 
 def test_expm_taylor_eager_calls_reuse_one_compilation():
@@ -330,13 +351,13 @@ def test_expm_methods_agree_and_auto_picks_by_dtype(x64):
   a = random_skew(12, 4, 2.0, np.float64)
   want = scipy.linalg.expm(a)
   pade64 = np.asarray(g.expm(jnp.asarray(a), method="pade"))
-  np.testing.assert_allclose(np.asarray(g.expm(jnp.asarray(a))), pade64, rtol=0, atol=0)
-  np.testing.assert_allclose(pade64, want, atol=1e-13)
+  np.testing.assert_array_equal(np.asarray(g.expm(jnp.asarray(a))), pade64)
+  np.testing.assert_allclose(pade64, want, atol=tol.F64["atol"])
   a32 = jnp.asarray(a.astype(np.float32))
   taylor32 = np.asarray(g.expm(a32, method="taylor"))
-  np.testing.assert_allclose(np.asarray(g.expm(a32)), taylor32, rtol=0, atol=0)
-  np.testing.assert_allclose(taylor32, want, atol=1e-5)
-  np.testing.assert_allclose(np.asarray(g.expm(a32, method="pade")), want, atol=1e-5)
+  np.testing.assert_array_equal(np.asarray(g.expm(a32)), taylor32)
+  np.testing.assert_allclose(taylor32, want, atol=tol.F32["atol"])
+  np.testing.assert_allclose(np.asarray(g.expm(a32, method="pade")), want, atol=tol.F32["atol"])
 
 
 def test_expm_errors():

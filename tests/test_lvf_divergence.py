@@ -7,6 +7,7 @@ import pytest
 
 from experiments import lvf_divergence as study
 from lvf_jax import geometry
+import tolerances as tol
 
 
 def _field(n, seed, scale=0.01):
@@ -21,26 +22,37 @@ def test_spectrum_of_field_is_the_librarys_map(integrator):
   got = study.spectrum_of_field(v, tau, integrator)
   c = np.asarray(geometry.get_integrator(integrator)(
       geometry.directional_derivative(jnp.asarray(v, jnp.float32)), tau), np.float64)
-  # float32 map of a 12 x 12 field of entries below 1: relative rounding well under 1e-4
-  assert got["radius"] == pytest.approx(np.abs(np.linalg.eigvals(c)).max(), rel=1e-4)
+  # float32 map of a 12 x 12 field of entries below 1 against float64: a matrix function
+  assert got["radius"] == pytest.approx(np.abs(np.linalg.eigvals(c)).max(),
+                                        rel=tol.F32_LONG["rtol"])
   div = np.asarray(geometry.divergence(jnp.asarray(v, jnp.float32)), np.float64)
-  assert got["div_max"] == pytest.approx(np.abs(div).max(), rel=1e-4, abs=1e-6)
+  # float32 sums of a column's and a row's 2 n entries, of magnitudes summing to about 2 (a
+  # doubly-stochastic field): they cancel to div ~ 0.1, so the bound is absolute
+  n = v.shape[0]
+  assert got["div_max"] == pytest.approx(np.abs(div).max(), rel=tol.F32_LONG["rtol"],
+                                         abs=2 * tol.probabilistic(2 * n))
   assert got["growth"] == pytest.approx(got["radius"] ** study.SEQUENCE)
   if integrator == "midpoint":  # Bendixson: the radius is bounded by the largest divergence
     m = got["div_max"]
-    assert got["radius"] <= (1 + tau * m / 2) / (1 - tau * m / 2) * (1 + 1e-9)
+    # float64 eigenvalues of a 12 x 12 solve
+    assert got["radius"] <= (1 + tau * m / 2) / (1 - tau * m / 2) * (1 + tol.F64_CONDITIONED["rtol"])
 
 
 def test_a_literal_trial_records_its_first_step_and_the_page_reads_the_records(tmp_path):
   record = study.trial("literal", 0, steps=2, probe_every=1, log=lambda *_: None)
   assert [p["step"] for p in record["probes"]] == [0, 1, 2]
-  assert record["probes"][0]["div_max"] < 1e-5  # Alg. 2: doubly stochastic, div V = 0
+  # Alg. 2: doubly stochastic, div V = 0 up to the float32 rounding of a column's and a row's
+  # 2 n entries, each summing to 1 (n = 128, the preset's width)
+  n = study.config_for({}, 0, 2).model.hidden
+  assert record["probes"][0]["div_max"] < 2 * tol.probabilistic(2 * n)
   assert record["probes"][1]["div_max"] > 1e-4  # one Adam step gives it a divergence
   grid = {(g["tau"], g["lr"]): g for g in record["first_step_grid"]}
   assert len(grid) == 16
   # the grid rescales the recorded step: at the preset's own tau and rate it is step 1
   own = grid[(15.0, 1e-4)]
-  assert own["radius"] == pytest.approx(record["probes"][1]["radius"], rel=1e-6)
+  # the same float64 field, v0 + (v1 - v0) * 1.0, through the same float64 eigensolver
+  assert own["radius"] == pytest.approx(record["probes"][1]["radius"],
+                                        rel=tol.F64_CONDITIONED["rtol"])
   assert grid[(15.0, 1e-6)]["radius"] < own["radius"]
   page = tmp_path / "page.md"
   study.write_page({"literal/seed0": record}, str(page))
@@ -61,15 +73,17 @@ def test_scaling_the_divergence_keeps_the_divergence_free_part_and_nothing_else(
   changed = study.with_divergence_scaled(
       _variables({"vector_field": v, "bias": jnp.ones(10)}), cfg, 0.0)
   w = changed["params"]["rnn"]["layer_0"]["cell"]["vector_field"]
-  assert float(jnp.abs(geometry.divergence(w)).max()) < 1e-5  # float32 sums of 10 entries
-  # the divergence-free part is kept: projecting again changes nothing
-  np.testing.assert_allclose(geometry.project_divergence_free(w), w, atol=1e-6)
+  # float32 sums of 2 x 10 entries
+  assert float(jnp.abs(geometry.divergence(w)).max()) < tol.F32["atol"]
+  # the divergence-free part is kept: projecting again changes nothing (float32, 2 n terms)
+  np.testing.assert_allclose(geometry.project_divergence_free(w), w, atol=tol.F32["atol"])
   np.testing.assert_array_equal(changed["params"]["head"]["kernel"], jnp.ones((3, 2)))
   # a factor s scales the divergence by s and keeps the divergence-free part
   half = study.with_divergence_scaled(_variables({"vector_field": v}), cfg, 0.5)
   h = half["params"]["rnn"]["layer_0"]["cell"]["vector_field"]
-  np.testing.assert_allclose(geometry.divergence(h), 0.5 * geometry.divergence(v), atol=1e-5)
-  np.testing.assert_allclose(geometry.project_divergence_free(h), w, atol=1e-6)
+  np.testing.assert_allclose(geometry.divergence(h), 0.5 * geometry.divergence(v),
+                             atol=tol.F32["atol"])
+  np.testing.assert_allclose(geometry.project_divergence_free(h), w, atol=tol.F32["atol"])
   np.testing.assert_array_equal(changed["params"]["rnn"]["layer_0"]["cell"]["bias"],
                                 jnp.ones(10))
   # the separate parametrisation: its divergence parameter is zeroed, V left as it is

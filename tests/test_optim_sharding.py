@@ -13,6 +13,7 @@ from jax.sharding import PartitionSpec as P
 from lvf_jax import geometry as g
 from lvf_jax import optim
 from optim_helpers import orthogonal_start, standard
+import tolerances as tol
 
 RHO = 3
 
@@ -71,7 +72,8 @@ def test_sharded_explicit_mesh_state_sharding_matches(name):
   _, r1 = ref_update(grads_plain, jax.jit(tx.init)(plain), plain)
   v2, _ = ref_update(grads_plain, r1, plain)
   for a, b in zip(jax.tree.leaves(u2), jax.tree.leaves(v2)):
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-5)
+    # sharded sums in another order: 2 updates of 16 x 16 solves and products, F32's chain
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=tol.F32["atol"])
 
 
 @pytest.mark.parametrize("name", ["neumann_cayley", "multiplicative"])
@@ -92,4 +94,5 @@ def test_sharded_auto_mesh_with_init_shardings(name):
     assert a.sharding.is_equivalent_to(b.sharding, a.ndim)
   new = optax.apply_updates(params, u)
   for w in jax.tree.leaves(new):
-    assert float(jnp.max(g.orthogonality_error(w))) < 1e-5
+    # 2 updates of 16 x 16 solves and products, reset or re-orthonormalised every 2
+    assert float(jnp.max(g.orthogonality_error(w))) < tol.F32["atol"]

@@ -11,6 +11,7 @@ import pytest
 from lvf_jax import geometry as g
 from lvf_jax import optim
 from optim_helpers import orthogonal_start
+import tolerances as tol
 
 N, RHO = 12, 3
 
@@ -39,19 +40,20 @@ def test_inject_hyperparams_and_traced_values():
     u, s = update(grad, s, p)
     v, rs = ref_update(grad, rs, q)
     p, q = p + u, q + v
-    np.testing.assert_allclose(np.asarray(p), np.asarray(q), atol=1e-6)
+    # traced or static hyperparameters: 4 updates of order 3's 5 products of N terms (240)
+    np.testing.assert_allclose(np.asarray(p), np.asarray(q), atol=tol.F32["atol"])
   assert int(s.inner_state.num_resets) == 2
 
   mult = optax.inject_hyperparams(optim.multiplicative_cayley)(learning_rate=0.1)
   s = mult.init(p)
   s.hyperparams["learning_rate"] = jnp.asarray(0.0)
   u, s = jax.jit(mult.update)(jnp.ones_like(p), s, p)
-  np.testing.assert_allclose(np.asarray(u), 0.0, atol=1e-6)
+  np.testing.assert_allclose(np.asarray(u), 0.0, atol=tol.F32_SHORT["atol"])  # rate 0: exactly 0
 
   sco = optax.inject_hyperparams(optim.scornn)(optax.inject_hyperparams(optax.sgd)(0.1), RHO)
   s = sco.init(p)
   u, s = jax.jit(sco.update)(jnp.ones_like(p), s, p)
-  assert float(g.orthogonality_error(p + u)) < 1e-5
+  assert float(g.orthogonality_error(p + u)) < tol.F32["atol"]  # one solve of N x N
 
 
 @pytest.mark.parametrize("make", [
@@ -88,7 +90,8 @@ def test_chain_after_clipping_and_dtype_preserved(x64):
     # Clipping happened before: same as scoRNN on the clipped gradient.
     ref = optim.scornn(optax.sgd(0.1), RHO)
     v, _ = jax.jit(ref.update)(jnp.ones_like(p) / N, ref.init(p), p)
-    np.testing.assert_allclose(np.asarray(u), np.asarray(v), atol=1e-6)
+    # the clip's global norm sums N^2 = 144 squares: F32's chain
+    np.testing.assert_allclose(np.asarray(u), np.asarray(v), atol=tol.F32["atol"])
 
 
 # ------------------------------------------------------------------ errors

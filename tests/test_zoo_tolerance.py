@@ -4,6 +4,7 @@ import jax
 import numpy as np
 
 from lvf_jax import zoo
+import tolerances as tol
 
 # A synthetic-task model: its evaluation needs no data set.
 SYNTHETIC = "ncgru-t3-adding-scornn-t400"
@@ -29,7 +30,9 @@ def test_perturbation_changes_each_float_entry_by_eps_and_keeps_dtypes():
                           "steps": np.arange(3, dtype=np.int32)}}
   out = zoo._perturbed(variables, 1e-3, np.random.default_rng(0))
   assert out["params"]["w"].dtype == np.float32
-  np.testing.assert_allclose(np.abs(out["params"]["w"] - 2.0), 2e-3, rtol=1e-3)
+  # float32 rounding of 2 (1 +- 1e-3): at most half an ulp of 2, EPS32 (9.3e-8 here); the
+  # subtraction from 2 is exact
+  np.testing.assert_allclose(np.abs(out["params"]["w"] - 2.0), 2e-3, atol=2 * tol.EPS32)
   np.testing.assert_array_equal(out["params"]["steps"], variables["params"]["steps"])
 
 

@@ -70,3 +70,46 @@ F64_TERMS = 10_000
 F64 = dict(rtol=1e-12, atol=1e-12)
 # Float64 gradients: the F64 chain with a cancellation of 100.
 F64_GRAD = dict(rtol=1e-10, atol=1e-10)
+
+# Float32, chains of at most 4 terms: two formulas of one elementwise quantity, an optimizer's
+# update, a rescale (each transcendental function adds a few units of roundoff; covered_terms
+# says 1e-6 holds 4 terms).
+F32_SHORT_TERMS = 4
+F32_SHORT = dict(rtol=1e-6, atol=1e-6)
+# Float32, chains of at most 40,000 terms: a scan of T steps at width n with T n <= 40,000, a
+# whole model's loss, a matrix function of a 128-wide matrix.
+F32_LONG_TERMS = 40_000
+F32_LONG = dict(rtol=1e-4, atol=1e-4)
+# Float64 with a condition number of at most 1e3 on the F64 chain: a linear solve, a least
+# squares fit or a matrix function against an independent NumPy or SciPy algorithm.
+F64_CONDITIONED = dict(rtol=1e-9, atol=1e-9)
+F64_CONDITION = 1e3
+
+# Central finite differences (``jax.test_util.check_grads``) in float64: the truncation error
+# is step^2 |f'''| / 6 and the rounding error u |f| / step (Higham 2002, Sec. 1.14); FD holds
+# both for |f| and |f'''| up to FD_SCALE, at the step FD_STEP that some tests pass and at
+# check_grads' own default step FD_DEFAULT_STEP.
+FD_STEP = 1e-6
+FD_DEFAULT_STEP = 1e-4
+FD_SCALE = 500.0
+FD = dict(rtol=1e-6, atol=1e-6)
+
+
+def finite_difference(step: float = FD_STEP, scale: float = FD_SCALE,
+                      eps: float = EPS64) -> float:
+  """The error of a central difference at ``step`` for a function whose value and third
+  derivative are at most ``scale``: truncation ``step^2 scale / 6`` plus rounding
+  ``u scale / step`` (Higham 2002, Sec. 1.14)."""
+  return step ** 2 * scale / 6 + eps / 2 * scale / step
+
+
+BFLOAT16_EPS = 2.0 ** -7  # bfloat16 keeps 8 significant bits: 2 u = 7.8e-3
+FLOAT16_EPS = 2.0 ** -10  # float16 keeps 11 significant bits: 2 u = 9.8e-4
+
+
+def grad(terms: int) -> dict:
+  """``F32_GRAD``, or for a float32 gradient chain longer than ``F32_GRAD_TERMS`` its
+  derivation at ``terms``: rtol ten times the probabilistic bound (a cancellation of ten),
+  atol the bound itself (to be scaled by the leaf's magnitude)."""
+  return dict(rtol=max(F32_GRAD["rtol"], 10 * probabilistic(terms)),
+              atol=max(F32_GRAD["atol"], probabilistic(terms)))

@@ -189,6 +189,16 @@ def explicitly_sharded(x: Array) -> bool:
   return typed_sharding(x) is not None
 
 
+def replicated(x: Array) -> Array:
+  """``x`` gathered onto every device when it is explicitly sharded (:func:`typed_sharding`),
+  unchanged otherwise: for a reshape that merges a sharded batch axis into a leading one."""
+  sharding = typed_sharding(x)
+  if sharding is None:
+    return x
+  return jax.sharding.reshard(x, jax.sharding.NamedSharding(sharding.mesh,
+                                                            jax.sharding.PartitionSpec()))
+
+
 def shard_batch_like(tree: Any, x: Array) -> Any:
   """Every leaf of ``tree`` (carries ``(*batch, n)``) with the batch axes sharded as those of
   the time-major ``x`` (``(T, *batch, d)``) when ``x`` is explicitly sharded; unchanged

@@ -22,7 +22,7 @@ from lvf_jax.recurrences._common import (act_fwd, act_grad_from_output, big_matm
                                          last_carry, mask_select, modrelu_bias_cotangent,
                                          modrelu_split_vjp, next_index, next_steps,
                                          padded_carry_cotangent, prev_states,
-                                         processing_ends, step_indices, step_slice,
+                                         processing_ends, replicated, step_indices, step_slice,
                                          step_update)
 
 Array = jax.Array
@@ -143,9 +143,11 @@ def _backward_body(activation, bias, acc_bias: bool, emit_aligned: bool, last, r
 
 def _kernel_cotangent(kernel, operator, h0, hs, shifted, dz_first) -> Array:
   """``dK = H^T S + h0^T dz_first`` as one large product (with an operator: the sum over
-  all ``T B`` rows of its parameter cotangent, at once)."""
+  all ``T B`` rows of its parameter cotangent, at once; an explicitly sharded batch is
+  gathered for it first)."""
   if operator is None:
     return big_matmul_tn(hs, shifted) + big_matmul_tn(h0, dz_first)
+  hs, shifted, h0, dz_first = map(replicated, (hs, shifted, h0, dz_first))
   rows = lambda a: a.reshape((-1, a.shape[-1]))  # noqa: E731
   h_all = jnp.concatenate([rows(hs), h0])
   g_all = jnp.concatenate([rows(shifted), dz_first])
