@@ -42,6 +42,7 @@ import ast
 import dataclasses
 import json
 import os
+import shlex
 import sys
 from typing import Any, Callable, Optional
 
@@ -308,7 +309,8 @@ docs/FLAX_IDIOMS.md`).
 
 #: The records docs/FLAX_IDIOMS.md is written from: the full run, then the other runs.
 RECORDS = tuple(f"docs/results/flax_idioms{suffix}.json"
-                for suffix in ("", "_focused", "_nnrnn_matrix", "_henaff", "_earlier"))
+                for suffix in ("", "_focused", "_scheduler_default", "_scheduler_off",
+                               "_nnrnn_matrix", "_henaff", "_earlier"))
 
 
 def _within(judged: dict) -> tuple[int, int, str]:
@@ -398,13 +400,20 @@ def page(record: dict, others: tuple = ()) -> str:
   return text
 
 
+def _command(argv) -> str:
+  """The command as run, with the ``XLA_FLAGS`` it ran under (they change XLA's schedule)."""
+  command = command_line("benchmarks/flax_idioms.py", argv)
+  flags = os.environ.get("XLA_FLAGS")
+  return f"XLA_FLAGS={shlex.quote(flags)} {command}" if flags else command
+
+
 def _write(args, argv, rows: list, records: dict) -> None:
   meta = (f"{measured_on()}, commit {git_commit()}, OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS')}; n = {args.n}, batch {args.batch}, "
           f"encoder {args.enc_steps} steps, decoder {args.dec_steps} steps, vocabulary "
           f"{args.vocab}, Adam; minimum over {args.repeats} interleaved jitted training "
           f"iterations (the medians are in the records).\n"
-          f"Command: {command_line('benchmarks/flax_idioms.py', argv)}\n\n")
+          f"Command: {_command(argv)}\n\n")
   if args.out:
     with open(args.out, "w") as f:
       f.write(meta + HEADER + "\n" + "\n".join(rows) + "\n")

@@ -3,6 +3,7 @@ is asserted)."""
 
 import json
 import os
+import shlex
 import sys
 import time
 
@@ -239,8 +240,11 @@ def test_flax_idioms_benchmark_writes_records_and_its_verdict_can_fail(tmp_path)
     assert set(rec["ms"]) >= {"nn.RNN", "prepared", "Recurrent", "step only", "floor",
                               "prepare"}
     assert rec["budget"] == pytest.approx(rec["ms"]["step only"] + 2 * rec["ms"]["prepare"])
-  assert "| exprnn | 6 |" in out.read_text() and "Command: python benchmarks/flax_idioms.py" \
-      in out.read_text()
+  command = out.read_text().split("Command: ")[1].splitlines()[0]
+  assert "| exprnn | 6 |" in out.read_text() and "python benchmarks/flax_idioms.py" in command
+  flags = os.environ.get("XLA_FLAGS")  # the XLA flags it ran under lead the command
+  assert command.startswith(f"XLA_FLAGS={shlex.quote(flags)} python") if flags else \
+      command.startswith("python")
   ok = flax_idioms.verdict({"prepared": 10.0, "step only": 6.0, "prepare": 2.0})
   late = flax_idioms.verdict({"prepared": 12.0, "step only": 6.0, "prepare": 2.0})
   assert ok["within"] and not late["within"] and late["prepared / budget"] == pytest.approx(1.2)
@@ -262,7 +266,6 @@ def test_median_interval_is_the_binomial_order_statistic_interval():
 
 
 def test_a_recorded_command_can_be_pasted_into_a_shell():
-  import shlex
   line = timing.command_line("benchmarks/x.py", ["--forms", "step only", "prepared"])
   assert line == "python benchmarks/x.py --forms 'step only' prepared"
   assert shlex.split(line)[2:] == ["--forms", "step only", "prepared"]
