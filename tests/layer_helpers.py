@@ -48,6 +48,19 @@ def close(a, b, tol=tolerances.F32["rtol"]):
   jax.tree_util.tree_map(lambda u, v: np.testing.assert_allclose(u, v, rtol=tol, atol=tol), a, b)
 
 
+def close_grads(a, b, terms):
+  """Every leaf of ``a`` equals ``b`` to the float32 rounding of gradients through a scan
+  that sum ``terms`` (``B T`` times the widest product) terms, in another order
+  (:func:`tolerances.grad`), atol at the scale of ``b``'s leaf."""
+  rtol, atol = tolerances.grad(terms).values()
+
+  def one(u, v):
+    u, v = np.asarray(u), np.asarray(v)
+    np.testing.assert_allclose(u, v, rtol=rtol, atol=atol * (float(np.max(np.abs(v))) or 1.0))
+
+  jax.tree_util.tree_map(one, a, b)
+
+
 def reference_scan(step, kernel, u, h0, *, reverse=False, unroll=1, mask=None):
   """Plain ``lax.scan`` of ``step(kernel, h, u_t) -> h`` (the autodiff baseline of the fused
   scans), with their masking: frozen carry and zero output where ``mask`` is False."""

@@ -11,7 +11,7 @@ from jax.sharding import PartitionSpec as P
 
 from lvf_jax import cells, layers, models
 
-from layer_helpers import slow_unless
+from layer_helpers import close_grads, slow_unless
 import tolerances as tol
 
 
@@ -20,15 +20,6 @@ def mesh(axis_type):
 
 
 CELLS = sorted(cells.CELLS)
-
-
-def _close(a, b, terms):
-  """Equal to float32 summation-order noise of the leaf's scale (the sharded batch sums the
-  weight gradient in another order): the rounding of gradients that sum ``terms`` (B T times
-  the widest product) terms (tol.grad)."""
-  rtol, atol = tol.grad(terms).values()
-  scale = float(np.max(np.abs(b))) or 1.0
-  np.testing.assert_allclose(a, b, rtol=rtol, atol=atol * scale)
 
 
 WIDTH = 6  # the cells' width (3 for the complex-state cells)
@@ -68,7 +59,7 @@ def test_layer_on_a_sharded_batch_equals_one_device(name, axis_type):
     assert jax.typeof(y).sharding.spec[0] == "data"
   np.testing.assert_allclose(y, y_ref, **tol.F32)  # float32, T (WIDTH + 3) = 108 terms
   terms = x.shape[0] * x.shape[1] * 4 * WIDTH  # B T steps of LSTM's 4n-wide gates, the widest
-  jax.tree_util.tree_map(lambda a, b: _close(a, b, terms), g, g_ref)
+  close_grads(g, g_ref, terms)
 
 
 @pytest.mark.parametrize("input_projection", ["hoisted", "in_loop"])
@@ -84,7 +75,7 @@ def test_stacked_model_with_explicit_axes_equals_one_device(input_projection):
   with jax.set_mesh(m):
     g = jax.jit(jax.grad(loss))(variables, jax.device_put(x, NamedSharding(m, P("data"))))
   terms = x.shape[0] * x.shape[1] * 3 * WIDTH  # B T steps of the GRU's 3n-wide gates
-  jax.tree_util.tree_map(lambda a, b: _close(a, b, terms), g, g_ref)
+  close_grads(g, g_ref, terms)
 
 
 @pytest.mark.parametrize("name", ["lvf", "lstm"])
@@ -104,4 +95,4 @@ def test_segments_on_a_sharded_batch_equal_one_device(name):
         variables, xs)
   terms = x.shape[0] * x.shape[1] * 4 * WIDTH  # B T steps of LSTM's 4n-wide gates, the widest
   for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(ref)):
-    _close(np.asarray(a), np.asarray(b), terms)
+    close_grads(np.asarray(a), np.asarray(b), terms)

@@ -10,20 +10,11 @@ from flax import linen as nn
 
 from lvf_jax import cells, layers, models, recurrences
 
-from layer_helpers import slow_unless
+from layer_helpers import close_grads, slow_unless
 import tolerances as tol
 
 CELLS = ["exprnn", "lvf", "urnn", "lstm", "gru", "ncgru", "antisymmetric",
          "gated_antisymmetric"]
-
-
-def _close(a, b, terms):
-  """Every leaf of ``a`` equals ``b`` to the float32 rounding of gradients through a scan that
-  sum ``terms`` (T B times the widest product) terms (tol.grad), atol at the leaf's magnitude."""
-  rtol, atol = tol.grad(terms).values()
-  for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
-    x, y = np.asarray(x), np.asarray(y)
-    np.testing.assert_allclose(x, y, rtol=rtol, atol=atol * max(1.0, float(np.abs(x).max())))
 
 
 def _loss_and_grads(layer, params, x, **kw):
@@ -53,8 +44,8 @@ def test_segments_equal_the_plain_layer(name, fused):
     (lb, aux_b), gb = _loss_and_grads(seg, params, x, reverse=reverse, **kw)
     # a whole float32 loss: the T n recurrence chain, then a sum of its T B n squares
     np.testing.assert_allclose(float(la), float(lb), rtol=tol.F32_LONG["rtol"])
-    _close(aux_a, aux_b, terms)
-    _close(ga, gb, terms)
+    close_grads(aux_a, aux_b, terms)
+    close_grads(ga, gb, terms)
 
 
 @pytest.mark.parametrize("k,reverse", [("auto", True), (1, False),
@@ -67,7 +58,7 @@ def test_segment_lengths_from_one_step_to_the_whole_sequence(k, reverse):
   plain = layers.Recurrent(cell, fused=True, return_carry=True)
   params = plain.init(jax.random.key(9), x)
   seg = layers.Recurrent(cell, fused=True, return_carry=True, segment_length=k)
-  _close(_loss_and_grads(plain, params, x, reverse=reverse),
+  close_grads(_loss_and_grads(plain, params, x, reverse=reverse),
          _loss_and_grads(seg, params, x, reverse=reverse), x.shape[0] * x.shape[1] * n)
 
 
@@ -83,11 +74,11 @@ def test_return_sequences_false_gives_the_final_carry_and_its_gradient(name):
     last = layers.Recurrent(cell, fused=True, return_sequences=False, segment_length=k)
     f = lambda p, l=last: jnp.sum(models.carry_output(l.apply(p, x)) ** 3)
     g = lambda p: jnp.sum(models.carry_output(full.apply(p, x)[0]) ** 3)
-    _close(jax.value_and_grad(f)(params), jax.value_and_grad(g)(params), terms)
+    close_grads(jax.value_and_grad(f)(params), jax.value_and_grad(g)(params), terms)
   carry, ys = layers.Recurrent(cell, fused=True, return_carry=True,
                                return_sequences=False).apply(params, x)
   assert ys is None
-  _close(carry, full.apply(params, x)[0], terms)
+  close_grads(carry, full.apply(params, x)[0], terms)
 
 
 def test_carry_output_is_the_last_valid_output_of_every_cell():
@@ -187,4 +178,4 @@ def test_classifier_with_segments_equals_the_plain_classifier():
   params = plain.init(jax.random.key(7), x)
   seg = models.SequenceClassifier(**kw, segment_length=6)
   f = lambda m: jax.value_and_grad(lambda p: jnp.sum(jnp.tanh(m.apply(p, x))))(params)
-  _close(f(plain), f(seg), x.shape[0] * x.shape[1] * 3 * 8)  # T B steps of GRU's 3n gates
+  close_grads(f(plain), f(seg), x.shape[0] * x.shape[1] * 3 * 8)  # T B steps of GRU's 3n gates
