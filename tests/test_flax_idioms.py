@@ -4,17 +4,20 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
 from jax.extend import core as jax_core
 import numpy as np
+import optax
 import pytest
 from flax import linen as nn
 from flax import nnx
 
 from lvf_jax import cells, layers
+from lvf_jax.geometry import maps
 import tolerances as tol
 
 N, D, B, T = 8, 3, 2, 5
@@ -140,6 +143,63 @@ def test_prepared_expm_runs_outside_the_loops_forward_and_backward():
   variables = {"params": EncoderDecoder(make, False).init(jax.random.key(0), x, y)["params"]}
   assert _square_products_in_loops(EncoderDecoder(make, False), variables, x, y) > 0
   assert _square_products_in_loops(EncoderDecoder(make, True), variables, x, y) == 0
+
+
+N_WIDE = 64  # large enough that XLA keeps the N x N products as dots
+
+
+def _adam_step_hlo(name: str) -> str:
+  """The optimised HLO of one Adam iteration of the prepared encoder-decoder of cell
+  ``name`` at ``N_WIDE`` (Adam's two moments are two consumers of every gradient)."""
+  model = EncoderDecoder(lambda **kw: cells.CELLS[name](N_WIDE, **kw), True)
+  x, y = _inputs()
+  params = model.init(jax.random.key(0), x, y)["params"]
+  tx = optax.adam(1e-3)
+
+  def loss(p):
+    return sum(jnp.sum(jnp.sin(o)) for o in jax.tree_util.tree_leaves(
+        model.apply({"params": p}, x, y)))
+
+  def step(p, opt):
+    with jax.numpy_dtype_promotion("standard"):  # optax's step count is an int
+      updates, opt = tx.update(jax.grad(loss)(p), opt, p)
+    return optax.apply_updates(p, updates), opt
+
+  return jax.jit(step).lower(params, tx.init(params)).compile().as_text()
+
+
+def _transposing_chains(text: str, n: int) -> list[tuple[str, int]]:
+  """``(fusion, count)`` for every elementwise (loop) fusion of ``text`` that transposes
+  inside and reads more than two ``(n, n)`` float32 operands: a chain of elementwise
+  producers evaluated at ``(i, j)`` and ``(j, i)``, every operand read with a column
+  stride."""
+  shapes = dict(re.findall(r"^\s*(%[\w.\-]+) = (\w+\[[\d,]*\])", text, re.M))
+  bodies = dict(re.findall(r"^(%[\w.\-]+) .*?\{\n(.*?)\n\}", text, re.M | re.S))
+  square = f"f32[{n},{n}]"
+  found = []
+  for fusion, operands, called in re.findall(
+      r"^\s*(%[\w.\-]+) = \S+ fusion\(([^)]*)\), kind=kLoop, calls=(%[\w.\-]+)", text, re.M):
+    names = [re.sub(r"/\*.*?\*/", "", o).strip() for o in operands.split(",")]
+    count = sum(shapes.get(o) == square for o in names)
+    if count > 2 and re.search(r"= \S+ transpose\(", bodies.get(called, "")):
+      found.append((fusion, count))
+  return found
+
+
+@pytest.mark.parametrize("name", ["exprnn", "nnrnn"])
+def test_prepared_adam_step_reads_no_cotangent_chain_transposed(name, monkeypatch):
+  """The cotangent of ``expm``'s input is a sum of many products, which ``expm_taylor``'s
+  backward pass stores (``maps._cotangent_stored``): no fusion of the compiled step then
+  re-evaluates that sum transposed in the skew map's backward pass (``G -> triu(G - G^T,
+  1)``), as every one of Adam's moments does without it."""
+  assert _transposing_chains(_adam_step_hlo(name), N_WIDE) == []
+  monkeypatch.setattr(maps, "_cotangent_stored", lambda a: a)
+  jax.clear_caches()  # expm_taylor is jitted: trace it again with the identity
+  try:
+    assert len(_transposing_chains(_adam_step_hlo(name), N_WIDE)) >= 2  # both moments
+  finally:
+    monkeypatch.undo()
+    jax.clear_caches()
 
 
 class Scanned(nn.Module):

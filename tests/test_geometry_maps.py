@@ -270,6 +270,34 @@ def test_expm_taylor_reverse_mode_matches_finite_differences(x64):
               **tol.FD)
 
 
+def test_expm_taylor_pullback_is_the_unstored_one_under_vmap_and_nan(monkeypatch):
+  """The backward pass stores the input's cotangent (``maps._cotangent_stored``: a loop of
+  1 trip, 2 where the cotangent's first entry is NaN, of an idempotent identity); it hands
+  on exactly the cotangent the plain chain computes, batched, under vmap and with NaN."""
+  from lvf_jax.geometry import maps
+  a = jnp.asarray(np.stack([random_skew(6, s, 3.0) for s in range(3)]))
+  c = np.random.default_rng(0).standard_normal((3, 6, 6)).astype(np.float32)
+  c[1, 0, 0] = np.nan
+
+  def pullbacks():
+    one = lambda m, w: jax.vjp(g.expm_taylor, m)[1](w)[0]  # noqa: E731
+    return (jax.jit(jax.vmap(one))(a, c), jax.jit(one)(a, c), jax.jit(one)(a[0], c[0]))
+
+  stored = pullbacks()
+  monkeypatch.setattr(maps, "_cotangent_stored", lambda m: m)
+  jax.clear_caches()  # _expm_taylor is jitted: trace it again with the identity
+  try:
+    plain = pullbacks()
+  finally:
+    monkeypatch.undo()
+    jax.clear_caches()
+  assert np.isnan(np.asarray(stored[0][1])).all() and not np.isnan(np.asarray(stored[0][0])).any()
+  for got, want in zip(stored, plain, strict=True):
+    # the same products and sums; only where XLA fuses them (and so contracts a product and
+    # a sum into one rounding) may differ: the F32 chain of expm's float32 pullback
+    np.testing.assert_allclose(got, want, **tol.F32)
+
+
 def test_expm_taylor_gradient_memory_does_not_grow_with_max_squarings():
   # Stored squarings (one matrix per possible squaring) made the n = 512 training step's
   # temporary buffer exceed glibc's mmap threshold: every call faulted its pages anew.

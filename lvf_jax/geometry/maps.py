@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
 from lvf_jax import _validation
-from lvf_jax.geometry._util import eye_like, scale_columns
+from lvf_jax.geometry._util import eye_like, idempotent_on_buffer, scale_columns
 
 Array = jax.Array
 
@@ -106,7 +106,7 @@ def expm_taylor(a: Array, *, max_squarings: int = 16) -> Array:
 @functools.partial(jax.jit, static_argnums=(1,))
 def _expm_taylor(a: Array, max_squarings: int) -> Array:
   # Jitted so that eager calls reuse one compilation per shape and dtype.
-  s, x, x2, x3, x4 = _scaled_powers(a, max_squarings)
+  s, x, x2, x3, x4 = _scaled_powers(_cotangent_stored(a), max_squarings)
   eye = eye_like(a)
   c = _TAYLOR
 
@@ -118,6 +118,29 @@ def _expm_taylor(a: Array, max_squarings: int) -> Array:
     p = block(j) + x4 @ p
 
   return _square_repeatedly(p, s)
+
+
+@jax.custom_vjp
+def _cotangent_stored(a: Array) -> Array:
+  """The identity, whose backward pass hands on its cotangent stored in memory.
+
+  The cotangent of ``expm_taylor``'s input is a sum of a dozen products and scaled terms.
+  XLA would fuse that sum into each consumer of the cotangent and evaluate it there: a
+  parameterisation's transpose (``skew_from_triu``'s ``G - G^T``) then evaluates it at
+  ``(i, j)`` and ``(j, i)``, reading each of its terms with a column stride, and an
+  optimiser's moments re-evaluate it once each. Stored once
+  (:func:`~lvf_jax.geometry._util.idempotent_on_buffer`), every consumer reads one array.
+  """
+  return a
+
+
+def _keep(g: Array) -> Array:
+  # The identity (NaN stays NaN), as an operation XLA cannot remove.
+  return jnp.where(jnp.isnan(g), jnp.asarray(jnp.nan, g.dtype), g)
+
+
+_cotangent_stored.defvjp(lambda a: (a, None),
+                         lambda _, g: (idempotent_on_buffer(_keep, g),))
 
 
 def _norm1(m: Array) -> Array:
