@@ -366,7 +366,9 @@ def summary(cells: dict, slack: float) -> str:
   lines.append("The fastest and the median iterations move by more than the 10 % threshold "
                "on a shared machine; the paired interval says where the repetitions cannot "
                "decide. `tests/test_flax_idioms.py` checks what noise cannot move: no `n x n` "
-               "product is left inside the time loops of the prepared expRNN's training step.")
+               "product is left inside the time loops of the prepared expRNN's training step, and "
+               "no fusion of the prepared expRNN's or nnRNN's Adam step re-evaluates the "
+               "cotangent of `expm`'s input transposed (`expm_taylor` stores it first).")
   return "\n\n".join(lines)
 
 
