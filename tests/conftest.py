@@ -9,6 +9,7 @@ data directory is ``$LVF_JAX_DATA_DIR`` when set, else a ``shared/data`` folder 
 repository when there is one (the data tests skip, saying why, where neither exists).
 """
 
+import contextlib
 import getpass
 import os
 import pathlib
@@ -43,3 +44,25 @@ def x64():
   """Runs the test body with 64-bit types enabled (for gradient checks and tight tolerances)."""
   with jax.enable_x64(True):
     yield
+
+
+@pytest.fixture
+def unstored_cotangent():
+  """A context manager under which ``expm_taylor``'s backward pass hands on its input's
+  cotangent unstored (``maps._cotangent_stored`` replaced by the identity): the plain chain,
+  for the tests that show what storing it changes. ``expm_taylor`` is jitted, so its traces
+  are dropped on entry and on exit."""
+  from lvf_jax.geometry import maps
+
+  @contextlib.contextmanager
+  def unstored():
+    with pytest.MonkeyPatch.context() as patch:
+      patch.setattr(maps, "_cotangent_stored", lambda a: a)
+      jax.clear_caches()
+      try:
+        yield
+      finally:
+        patch.undo()
+        jax.clear_caches()
+
+  return unstored

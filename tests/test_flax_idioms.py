@@ -17,7 +17,6 @@ from flax import linen as nn
 from flax import nnx
 
 from lvf_jax import cells, layers
-from lvf_jax.geometry import maps
 import tolerances as tol
 
 N, D, B, T = 8, 3, 2, 5
@@ -187,19 +186,14 @@ def _transposing_chains(text: str, n: int) -> list[tuple[str, int]]:
 
 
 @pytest.mark.parametrize("name", ["exprnn", "nnrnn"])
-def test_prepared_adam_step_reads_no_cotangent_chain_transposed(name, monkeypatch):
+def test_prepared_adam_step_reads_no_cotangent_chain_transposed(name, unstored_cotangent):
   """The cotangent of ``expm``'s input is a sum of many products, which ``expm_taylor``'s
   backward pass stores (``maps._cotangent_stored``): no fusion of the compiled step then
   re-evaluates that sum transposed in the skew map's backward pass (``G -> triu(G - G^T,
   1)``), as every one of Adam's moments does without it."""
   assert _transposing_chains(_adam_step_hlo(name), N_WIDE) == []
-  monkeypatch.setattr(maps, "_cotangent_stored", lambda a: a)
-  jax.clear_caches()  # expm_taylor is jitted: trace it again with the identity
-  try:
+  with unstored_cotangent():
     assert len(_transposing_chains(_adam_step_hlo(name), N_WIDE)) >= 2  # both moments
-  finally:
-    monkeypatch.undo()
-    jax.clear_caches()
 
 
 class Scanned(nn.Module):

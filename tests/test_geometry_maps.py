@@ -270,11 +270,10 @@ def test_expm_taylor_reverse_mode_matches_finite_differences(x64):
               **tol.FD)
 
 
-def test_expm_taylor_pullback_is_the_unstored_one_under_vmap_and_nan(monkeypatch):
+def test_expm_taylor_pullback_is_the_unstored_one_under_vmap_and_nan(unstored_cotangent):
   """The backward pass stores the input's cotangent (``maps._cotangent_stored``: a loop of
-  1 trip, 2 where the cotangent's first entry is NaN, of an idempotent identity); it hands
-  on exactly the cotangent the plain chain computes, batched, under vmap and with NaN."""
-  from lvf_jax.geometry import maps
+  1 trip, 2 where the cotangent's first entry is NaN, of an identity); it hands on the
+  cotangent the plain chain computes, batched, under vmap and with NaN."""
   a = jnp.asarray(np.stack([random_skew(6, s, 3.0) for s in range(3)]))
   c = np.random.default_rng(0).standard_normal((3, 6, 6)).astype(np.float32)
   c[1, 0, 0] = np.nan
@@ -284,13 +283,8 @@ def test_expm_taylor_pullback_is_the_unstored_one_under_vmap_and_nan(monkeypatch
     return (jax.jit(jax.vmap(one))(a, c), jax.jit(one)(a, c), jax.jit(one)(a[0], c[0]))
 
   stored = pullbacks()
-  monkeypatch.setattr(maps, "_cotangent_stored", lambda m: m)
-  jax.clear_caches()  # _expm_taylor is jitted: trace it again with the identity
-  try:
+  with unstored_cotangent():
     plain = pullbacks()
-  finally:
-    monkeypatch.undo()
-    jax.clear_caches()
   assert np.isnan(np.asarray(stored[0][1])).all() and not np.isnan(np.asarray(stored[0][0])).any()
   for got, want in zip(stored, plain, strict=True):
     # the same products and sums; only where XLA fuses them (and so contracts a product and

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Callable
-
 import jax
 import jax.numpy as jnp
 
@@ -27,20 +25,23 @@ def scale_columns(m: Array, d: Array) -> Array:
   return m * jnp.broadcast_to(d, m.shape)
 
 
-def idempotent_on_buffer(fn: Callable[[Array], Array], x: Array) -> Array:
-  """``fn(x)`` for an idempotent ``fn`` (``fn(fn(x)) == fn(x)``), with ``x`` stored in
-  memory before ``fn`` reads it.
+def stored(x: Array) -> Array:
+  """``x``, stored in memory: an identity that XLA cannot fuse through.
 
   XLA fuses a chain of elementwise producers into each of its consumers. A consumer that
   reads its operand at two positions per element (``x - x^T``) then evaluates the whole
   chain twice per element, reading every input of the chain with a column stride, and
-  once more for every other consumer. Here ``fn`` is the body of a loop whose trip count
-  XLA cannot know (1, or 2 where the first entry of ``x`` is NaN, which ``fn``'s
-  idempotence makes the same), so ``x`` enters the loop as one buffer and ``fn`` reads
-  only that. (``jax.lax.optimization_barrier`` does not do this on CPU: XLA removes it
-  before fusion.) The loop has no reverse-mode derivative: call this in a ``custom_vjp``
-  backward rule. Leading batch axes and ``jax.vmap`` are supported.
+  once more for every other consumer. Here ``x`` enters a loop as one buffer, and every
+  consumer reads only that: the loop's body is an identity XLA cannot remove (NaN stays
+  NaN), and its trip count one XLA cannot know (1, or 2 where the first entry of ``x`` is
+  NaN; the same result). (``jax.lax.optimization_barrier`` does not do this on CPU: XLA
+  removes it before fusion.) The loop has no reverse-mode derivative: call this in a
+  ``custom_vjp`` backward rule. Leading batch axes and ``jax.vmap`` are supported.
   """
   corner = x[..., :1, :1]
   trips = 1 + jnp.any(corner != corner).astype(jnp.int32)
-  return jax.lax.fori_loop(0, trips, lambda _, y: fn(y), x)
+
+  def keep(_, y):  # the identity, as an operation XLA cannot remove
+    return jnp.where(jnp.isnan(y), jnp.asarray(jnp.nan, y.dtype), y)
+
+  return jax.lax.fori_loop(0, trips, keep, x)

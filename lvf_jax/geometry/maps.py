@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
 from lvf_jax import _validation
-from lvf_jax.geometry._util import eye_like, idempotent_on_buffer, scale_columns
+from lvf_jax.geometry._util import eye_like, scale_columns, stored
 
 Array = jax.Array
 
@@ -129,18 +129,12 @@ def _cotangent_stored(a: Array) -> Array:
   parameterisation's transpose (``skew_from_triu``'s ``G - G^T``) then evaluates it at
   ``(i, j)`` and ``(j, i)``, reading each of its terms with a column stride, and an
   optimiser's moments re-evaluate it once each. Stored once
-  (:func:`~lvf_jax.geometry._util.idempotent_on_buffer`), every consumer reads one array.
+  (:func:`~lvf_jax.geometry._util.stored`), every consumer reads one array.
   """
   return a
 
 
-def _keep(g: Array) -> Array:
-  # The identity (NaN stays NaN), as an operation XLA cannot remove.
-  return jnp.where(jnp.isnan(g), jnp.asarray(jnp.nan, g.dtype), g)
-
-
-_cotangent_stored.defvjp(lambda a: (a, None),
-                         lambda _, g: (idempotent_on_buffer(_keep, g),))
+_cotangent_stored.defvjp(lambda a: (a, None), lambda _, g: (stored(g),))
 
 
 def _norm1(m: Array) -> Array:
