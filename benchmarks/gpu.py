@@ -51,6 +51,8 @@ from timing import git_commit, measured_on, time_interleaved  # noqa: E402  (ben
 
 import speed  # noqa: E402  (benchmarks/speed.py: the expRNN model and its data)
 
+from lvf_jax.recurrences import persistent  # noqa: E402
+
 SETTINGS = {
     "copy_b128": dict(T=220, n=128, B=128, d_in=10, classes=9, every_step=True, cell="exprnn",
                       task="copy"),
@@ -74,6 +76,7 @@ SPEED_NAMES = {"lvf_jax": "lvf_jax", "jax_scan": "jax_plain", "lvf_jax_tanh": "l
 PRECISIONS = ("fp32", "tf32")
 LAUNCH_BOUND = 10.0  # time / floor above which a variant is labelled launch-bound
 TINY = dict(T=5, n=8, B=2)
+MIN_PAIRED = 5  # repetitions below which no setting counts the kernel faster
 
 
 def label(r: dict) -> str:
@@ -455,6 +458,40 @@ def kernel_lines(record: dict) -> list[str]:
           "step | XLA / persistent |", "|---|---|---|---|---|"] + lines
 
 
+def persistent_faster(record: dict) -> dict[str, list[int]]:
+  """``{device kind: padded widths}`` at which ``rnn_scan`` is to select the persistent
+  kernel: a padded width (:func:`lvf_jax.recurrences.persistent.padded_side`) is listed
+  when at every setting and precision of that width both the kernel and the XLA loop ran
+  and the kernel was faster in every one of at least ``MIN_PAIRED`` interleaved
+  repetitions. A CPU or tiny record lists none."""
+  if record["backend"] != "gpu" or record["tiny"]:
+    return {}
+  verdicts = {}
+  for r in record["results"]:
+    if r["shape"]["cell"] == "lstm":
+      continue
+    v = r["variants"]
+    pairs = (list(zip(v["persistent"]["seconds"], v["lvf_jax_tanh"]["seconds"]))
+             if "persistent" in v and "lvf_jax_tanh" in v else [])
+    faster = len(pairs) >= MIN_PAIRED and all(a < b for a, b in pairs)
+    width = persistent.padded_side(r["shape"]["n"])
+    verdicts[width] = verdicts.get(width, True) and faster
+  widths = sorted(w for w, ok in verdicts.items() if ok)
+  return {record["device"]: widths} if widths else {}
+
+
+def selection_lines(record: dict) -> list[str]:
+  """The sentence on what ``rnn_scan`` selects from this record."""
+  faster = persistent_faster(record)
+  if not faster:
+    return ["From this record `rnn_scan` selects the persistent kernel nowhere: it was not "
+            f"faster in every one of at least {MIN_PAIRED} paired repetitions at any padded "
+            "width, or the record is not a GPU's."]
+  return [f"From this record `rnn_scan` selects the persistent kernel on {kind} at padded "
+          f"widths {', '.join(map(str, widths))} (faster in every paired repetition of "
+          "every setting and precision there)." for kind, widths in faster.items()]
+
+
 def check_lines(record: dict) -> list[str]:
   """The PyTorch peer's agreement with lvf_jax, per setting."""
   lines = []
@@ -494,7 +531,8 @@ def page(record: dict) -> str:
       "minimum memory traffic over the measured bandwidth; a time above "
       f"{record['launch_bound_factor']:g} times its floor is labelled launch-bound.", "",
       f"Measured peaks: {peaks}.", "", table(record), "## The persistent kernel", "",
-      *kernel_lines(record), "", "## The PyTorch peer computes lvf_jax's loss and gradients",
+      *kernel_lines(record), "", *selection_lines(record), "",
+      "## The PyTorch peer computes lvf_jax's loss and gradients",
       "", *(check_lines(record) or ["No setting ran the PyTorch peer."]), ""]
   return "\n".join(parts)
 

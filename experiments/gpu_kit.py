@@ -10,15 +10,21 @@ working tree)::
   python -m experiments.gpu_kit collect DIR          # here: DIR holds what came back
   python -m experiments.gpu_kit run --dry-run --deadline 120 --out /tmp/kit   # CPU check
 
-``run`` installs the wheels (``pip --no-index`` into a private folder), runs
-``benchmarks/gpu.py`` first, then the reproduction rows of :data:`PRIORITY` in ``--lanes``
-parallel processes, in order, each with the time left as its training time limit. Every
-``--sync-every`` seconds it packs the records (no checkpoints) into ``OUT/kit.tar.gz``
-beside ``OUT/gpu.json`` and ``OUT/kit.log``; before the deadline it stops the rows that are
-still running (SIGTERM: each writes its partial record) and packs a last time.
+``run`` installs the wheels whose module the image lacks (``pip --no-index`` into a private
+folder), runs ``benchmarks/gpu.py`` first, then the reproduction rows of :data:`PRIORITY` in
+``--lanes`` parallel processes, in order, each with the time left as its training time
+limit. Every ``--sync-every`` seconds it packs the records (no checkpoints) into
+``OUT/kit.tar.gz`` beside ``OUT/gpu.json`` and ``OUT/kit.log``; before the deadline it
+stops the rows that are still running (SIGTERM: each writes its partial record) and packs a
+last time.
 ``--dry-run`` runs the same sequence on the CPU with ``--tiny`` benchmark settings and
 ``--smoke`` rows. ``collect`` merges the returned runs into ``runs/reproduce``, rewrites the
-tables' pages from the records and writes ``docs/results/gpu.json`` and ``docs/GPU.md``.
+tables' pages from the records and writes ``docs/results/gpu.json``, ``docs/GPU.md`` and
+the package's record of where ``rnn_scan`` selects the persistent kernel
+(``lvf_jax/recurrences/persistent_faster.json``).
+
+The module imports only the standard library at the top: on the GPU machine it runs before
+its wheels are installed.
 """
 
 from __future__ import annotations
@@ -39,19 +45,28 @@ import threading
 import time
 from typing import Optional
 
-from experiments.reproduce import runner
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KIT = os.path.join(ROOT, ".gpu_kit")
 
-# Packages the GPU machine's image lacks (it holds jax with CUDA, flax, optax, orbax,
+# Packages the GPU machine's image may lack (it holds jax with CUDA, flax, optax, orbax,
 # matplotlib, torch), pinned: lvf_jax's configs and its TFDS data layer with the
-# requirements of tensorflow-datasets that the image does not have.
+# requirements of tensorflow-datasets beyond those. ``run`` installs the ones whose module
+# (MODULES) the image cannot import, so none shadows a package the image has.
 WHEELS = {
     "ml-collections": "1.1.0", "tensorflow-datasets": "4.9.10", "array-record": "0.8.6",
     "dm-tree": "0.1.10", "immutabledict": "4.3.1", "promise": "2.3", "simple-parsing": "0.1.9",
     "docstring-parser": "0.18.0", "tensorflow-metadata": "1.21.0",
     "googleapis-common-protos": "1.76.0", "termcolor": "3.3.0", "toml": "0.10.2",
+    "six": "1.17.0", "wrapt": "2.5.2", "tqdm": "4.70.1",
+}
+MODULES = {
+    "ml-collections": "ml_collections", "tensorflow-datasets": "tensorflow_datasets",
+    "array-record": "array_record", "dm-tree": "tree", "immutabledict": "immutabledict",
+    "promise": "promise", "simple-parsing": "simple_parsing",
+    "docstring-parser": "docstring_parser", "tensorflow-metadata": "tensorflow_metadata",
+    "googleapis-common-protos": "google.api", "termcolor": "termcolor", "toml": "toml",
+    "six": "six", "wrapt": "wrapt", "tqdm": "tqdm",
 }
 SOURCE_ONLY = ("promise",)  # published as a source archive: built into a wheel here
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
@@ -127,7 +142,7 @@ def prepare(kit: str, data_dir: str, fetch: bool = True) -> None:
       subprocess.run(cmd, check=True)
   copied = copy_data(data_dir, os.path.join(kit, "data"))
   with open(os.path.join(kit, "commit.txt"), "w") as f:
-    f.write(runner.git_commit() + "\n")
+    f.write(_runner().git_commit() + "\n")
   print(f"gpu_kit: {len(os.listdir(wheels))} wheels, {len(copied)} data files in {kit}; "
         f"carry {os.path.relpath(kit, ROOT)!r} to the GPU machine")
 
@@ -146,16 +161,34 @@ class Clock:
 
 
 def install_wheels(kit: str, site: str, log) -> Optional[str]:
-  """Installs the kit's wheels into ``site`` (no index, no dependencies); returns ``site``,
-  or None when the kit holds none."""
-  wheels = sorted(glob.glob(os.path.join(kit, "wheels", "*.whl")))
+  """Installs into ``site`` (no index, no dependencies) the kit's wheels whose module this
+  interpreter cannot import; returns ``site``, or None when none is needed."""
+  wheels = [w for w in sorted(glob.glob(os.path.join(kit, "wheels", "*.whl")))
+            if not _importable(MODULES.get(_distribution(w), ""))]
   if not wheels:
     return None
   cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
          "--no-compile", "--target", site] + wheels
-  log(f"install: {len(wheels)} wheels into {site}")
+  log(f"install: {len(wheels)} wheels into {site}: "
+      + ", ".join(_distribution(w) for w in wheels))
   subprocess.run(cmd, check=True)
   return site
+
+
+def _distribution(wheel: str) -> str:
+  """The :data:`WHEELS` name of a wheel file (``ml_collections-1.1.0-...`` is
+  ``ml-collections``)."""
+  stem = os.path.basename(wheel).split("-")[0].lower()
+  return next((name for name in WHEELS if name.replace("-", "_") == stem), stem)
+
+
+def _importable(module: str) -> bool:
+  """Whether ``module`` imports here (without importing it)."""
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  try:
+    return bool(module) and importlib.util.find_spec(module) is not None
+  except (ImportError, ValueError):
+    return False
 
 
 def job_command(job: Job, work: str, time_limit: float, dry_run: bool) -> list[str]:
@@ -202,8 +235,9 @@ def pack(work: str, out: str) -> None:
 
 
 def _heavy(rel: str) -> bool:
+  """Left out of the pack: checkpoints, weights and the installed wheels (``site``)."""
   parts = rel.split(os.sep)
-  return "checkpoints" in parts or rel.endswith(".msgpack")
+  return "checkpoints" in parts or rel.endswith(".msgpack") or parts[0] == "site"
 
 
 def _write_atomic(path: str, data: bytes) -> None:
@@ -252,9 +286,10 @@ def run_lanes(jobs, lanes: int, clock: Clock, work: str, env: dict, *, dry_run: 
       for proc in running:
         proc.send_signal(signal.SIGTERM)
       log(f"deadline: SIGTERM to {len(running)} running jobs")
+      grace_end = time.monotonic() + margin / 2  # one grace for all, not one each
       for proc, (job, t0, logf) in list(running.items()):
         try:
-          proc.wait(timeout=max(margin / 2, 5))
+          proc.wait(timeout=max(grace_end - time.monotonic(), 0.1))
         except subprocess.TimeoutExpired:  # it did not stop at its step: ended here
           proc.kill()
           proc.wait()
@@ -304,6 +339,7 @@ def run(out: str, deadline: float, *, lanes: int, benchmark_budget: float, dry_r
   syncer.join()
   pack(work, out)
   log(f"packed into {out} with {clock.left():.0f} s left")
+  shutil.rmtree(work, ignore_errors=True)  # everything kept is in out
   return summary
 
 
@@ -359,7 +395,8 @@ def _steps(run_dir: str) -> int:
     return -1
 
 
-def collect(src: str, *, runs: str, pages: str, docs: str, log=print) -> dict:
+def collect(src: str, *, runs: str, pages: str, docs: str,
+            selection: Optional[str] = None, log=print) -> dict:
   """Turns what a run returned (``src``) into records and pages (module docstring)."""
   with tempfile.TemporaryDirectory() as tmp:
     merged = merge_runs(unpack(src, tmp), runs)
@@ -370,17 +407,22 @@ def collect(src: str, *, runs: str, pages: str, docs: str, log=print) -> dict:
     subprocess.run(cmd, cwd=ROOT, check=True)
   bench = os.path.join(src, "gpu.json")
   if os.path.exists(bench):
-    write_gpu_page(bench, docs)
+    write_gpu_page(bench, docs, selection)
   log(f"gpu_kit collect: {len(merged)} runs merged ({', '.join(tables) or 'none'})"
       + ("; benchmark page written" if os.path.exists(bench) else ""))
   return {"merged": merged, "tables": tables, "benchmark": os.path.exists(bench)}
 
 
-def write_gpu_page(bench_json: str, docs: str) -> str:
-  """Copies the benchmark record to ``docs/results/gpu.json`` and writes ``docs/GPU.md``
-  from it; returns the page's path."""
+def write_gpu_page(bench_json: str, docs: str,
+                   selection: Optional[str] = None) -> str:
+  """Copies the benchmark record to ``docs/results/gpu.json``, writes ``docs/GPU.md`` from
+  it and, at ``selection`` (default: the package's
+  :data:`lvf_jax.recurrences.persistent.MEASURED_FASTER`), where ``rnn_scan`` selects the
+  persistent kernel (``benchmarks/gpu.py``'s ``persistent_faster``); returns the page's
+  path."""
   with open(bench_json) as f:
     record = json.load(f)
+  write_selection(record, selection)
   os.makedirs(os.path.join(docs, "results"), exist_ok=True)
   with open(os.path.join(docs, "results", "gpu.json"), "w") as f:
     json.dump(record, f, indent=1)
@@ -388,6 +430,27 @@ def write_gpu_page(bench_json: str, docs: str) -> str:
   with open(path, "w") as f:
     f.write(_benchmark_module().page(record))
   return path
+
+
+def write_selection(record: dict, path: Optional[str] = None) -> None:
+  """The package's ``persistent_faster.json`` (or ``path``) from a benchmark record (see
+  :func:`lvf_jax.recurrences.persistent.measured_faster`)."""
+  if path is None:
+    from lvf_jax.recurrences import persistent  # pylint: disable=g-import-not-at-top
+    path = persistent.MEASURED_FASTER
+  with open(path) as f:
+    selection = json.load(f)
+  selection["faster"] = _benchmark_module().persistent_faster(record)
+  selection["record"] = (f"docs/results/gpu.json: {record['device']}, commit "
+                         f"{record['commit']}, {record['measured']}")
+  _write_atomic(path, (json.dumps(selection, indent=1) + "\n").encode())
+
+
+def _runner():
+  """:mod:`experiments.reproduce.runner`, imported where it is used: the GPU machine runs
+  this module before the kit's wheels (``ml_collections`` among them) are installed."""
+  from experiments.reproduce import runner  # pylint: disable=g-import-not-at-top
+  return runner
 
 
 def _benchmark_module():
@@ -428,6 +491,9 @@ def _parser() -> argparse.ArgumentParser:
   c.add_argument("--runs", default=os.path.join(ROOT, "runs", "reproduce"))
   c.add_argument("--pages", default=os.path.join(ROOT, "docs", "reproduction"))
   c.add_argument("--docs", default=os.path.join(ROOT, "docs"))
+  c.add_argument("--selection", default=None,
+                 help="where rnn_scan's choice of the persistent kernel is written (default: "
+                      "lvf_jax/recurrences/persistent_faster.json)")
   return p
 
 
@@ -446,7 +512,8 @@ def main(argv=None) -> int:
                   sync_every=args.sync_every, margin=args.margin)
     return 0 if summary["benchmark_rc"] == 0 else 1
   else:
-    collect(args.src, runs=args.runs, pages=args.pages, docs=args.docs)
+    collect(args.src, runs=args.runs, pages=args.pages, docs=args.docs,
+            selection=args.selection)
   return 0
 
 

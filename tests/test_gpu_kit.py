@@ -2,7 +2,10 @@
 
 import json
 import os
+import shutil
+import subprocess
 import sys
+import time
 
 import jax
 import jax.numpy as jnp
@@ -15,6 +18,7 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import gpu as gpu_bench  # noqa: E402  (benchmarks/gpu.py)
 
 from experiments import gpu_kit  # noqa: E402
+from lvf_jax.recurrences import persistent  # noqa: E402
 
 
 def _has_torch():
@@ -165,8 +169,10 @@ def test_dry_run_then_collect(tmp_path):
   assert [j["rc"] for j in summary["jobs"]] == [0]
   assert sorted(os.listdir(out)) == ["gpu.json", "kit.log", "kit.tar.gz"]
   docs = tmp_path / "docs"
+  selection = tmp_path / "persistent_faster.json"
+  shutil.copy(persistent.MEASURED_FASTER, selection)
   result = gpu_kit.collect(str(out), runs=str(tmp_path / "runs"), pages=str(tmp_path / "pages"),
-                           docs=str(docs), log=lambda m: None)
+                           docs=str(docs), selection=str(selection), log=lambda m: None)
   assert result["merged"] == [("lvf-t4", "copy-rnn")] and result["benchmark"]
   assert (tmp_path / "runs" / "lvf-t4" / "copy-rnn" / "seed0" / "result.json").exists()
   # a dry run's smoke record never enters the archive of results
@@ -174,13 +180,92 @@ def test_dry_run_then_collect(tmp_path):
   assert "copy-rnn" not in archive["rows"]
   assert (docs / "results" / "gpu.json").exists()
   assert "Tiny settings" in (docs / "GPU.md").read_text()
+  # a CPU's tiny record selects the kernel nowhere, and says which record it read
+  chosen = json.loads(selection.read_text())
+  assert chosen["faster"] == {} and chosen["record"].startswith("docs/results/gpu.json: cpu")
+  assert "selects the persistent kernel nowhere" in (docs / "GPU.md").read_text()
 
 
-def test_lanes_kill_a_job_that_ignores_the_stop(tmp_path, monkeypatch):
+def test_lanes_kill_jobs_that_ignore_the_stop_within_the_deadline(tmp_path, monkeypatch):
+  """Three jobs that ignore SIGTERM share one grace of half the margin, so the lanes end
+  before the deadline (not one grace per job after it)."""
   stubborn = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
               "time.sleep(60)")
   monkeypatch.setattr(gpu_kit, "job_command", lambda *a: [sys.executable, "-c", stubborn])
-  done = gpu_kit.run_lanes([gpu_kit.Job("t", "r0")], 1, gpu_kit.Clock(3.0), str(tmp_path),
-                           dict(os.environ), dry_run=True, margin=2.0, min_job_s=0,
-                           log=lambda m: None)
-  assert [d["rc"] for d in done] == [-9] and done[0]["seconds"] < 20
+  start = time.monotonic()
+  done = gpu_kit.run_lanes([gpu_kit.Job("t", f"r{i}") for i in range(3)], 3,
+                           gpu_kit.Clock(4.0), str(tmp_path), dict(os.environ), dry_run=True,
+                           margin=2.0, min_job_s=0, log=lambda m: None)
+  elapsed = time.monotonic() - start
+  assert len(done) == 3 and all(d["rc"] < 0 for d in done)  # killed (or terminated early)
+  # SIGTERM at 4 - 2 = 2 s, the kill 1 s later; 0.5 s for the polling and the processes
+  assert elapsed <= 4.0 + 0.5, elapsed
+
+
+def test_kit_starts_on_the_standard_library_before_its_wheels():
+  """On the GPU machine ``python -m experiments.gpu_kit run`` starts before the kit's wheels
+  are installed: with those packages (and lvf_jax) unimportable, the module loads and its
+  command line answers."""
+  blocked = tuple(m.split(".")[0] for m in gpu_kit.MODULES.values()
+                  if m != "google.api") + ("lvf_jax",)
+  code = (
+      "import importlib.abc, runpy, sys\n"
+      "class Block(importlib.abc.MetaPathFinder):\n"
+      "  def find_spec(self, name, path=None, target=None):\n"
+      f"    if name.split('.')[0] in {blocked!r}:\n"
+      "      raise ImportError('blocked: ' + name)\n"
+      "sys.meta_path.insert(0, Block())\n"
+      "sys.argv = ['gpu_kit', 'run', '--help']\n"
+      "runpy.run_module('experiments.gpu_kit', run_name='__main__')\n")
+  done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                        text=True, timeout=120)
+  assert done.returncode == 0, done.stderr
+  assert "--deadline" in done.stdout
+
+
+def _gpu_record(persistent_s, xla_s, *, widths=(128,), backend="gpu", tiny=False):
+  results = [{"setting": f"s{n}", "precision": p, "shape": dict(n=n, cell="exprnn"),
+              "variants": {"persistent": {"seconds": persistent_s},
+                           "lvf_jax_tanh": {"seconds": xla_s}}, "skipped": {}}
+             for n in widths for p in ("fp32", "tf32")]
+  results.append({"setting": "lstm", "precision": "fp32", "shape": dict(n=1024, cell="lstm"),
+                  "variants": {}, "skipped": {}})
+  return {"backend": backend, "tiny": tiny, "device": "NVIDIA H200", "results": results}
+
+
+def test_persistent_faster_needs_every_paired_repetition():
+  fast, slow = [1.0] * 5, [2.0] * 5
+  assert gpu_bench.persistent_faster(_gpu_record(fast, slow, widths=(128, 170))) == {
+      "NVIDIA H200": [128, 256]}  # 170 pads to 256
+  one_slower = [1.0] * 4 + [2.5]
+  assert gpu_bench.persistent_faster(_gpu_record(one_slower, slow)) == {}
+  assert gpu_bench.persistent_faster(_gpu_record(fast[:4], slow[:4])) == {}  # too few
+  assert gpu_bench.persistent_faster(_gpu_record(fast, slow, backend="cpu")) == {}
+  assert gpu_bench.persistent_faster(_gpu_record(fast, slow, tiny=True)) == {}
+  record = _gpu_record(fast, slow)
+  del record["results"][1]["variants"]["persistent"]  # the kernel failed at one precision
+  assert gpu_bench.persistent_faster(record) == {}
+
+
+def test_install_wheels_installs_only_what_the_image_lacks(tmp_path, monkeypatch):
+  wheels = tmp_path / "kit" / "wheels"
+  wheels.mkdir(parents=True)
+  for name in ("ml_collections-1.1.0-py3-none-any.whl", "six-1.17.0-py2.py3-none-any.whl",
+               "dm_tree-0.1.10-cp312-cp312-manylinux_2_28_x86_64.whl"):
+    (wheels / name).write_bytes(b"")
+  calls = []
+  monkeypatch.setattr(gpu_kit.subprocess, "run", lambda cmd, check: calls.append(cmd))
+  monkeypatch.setattr(gpu_kit, "_importable", lambda module: module == "six")
+  site = gpu_kit.install_wheels(str(tmp_path / "kit"), str(tmp_path / "site"), lambda m: None)
+  assert site == str(tmp_path / "site") and len(calls) == 1
+  assert sorted(os.path.basename(a) for a in calls[0] if a.endswith(".whl")) == [
+      "dm_tree-0.1.10-cp312-cp312-manylinux_2_28_x86_64.whl",
+      "ml_collections-1.1.0-py3-none-any.whl"]
+  monkeypatch.setattr(gpu_kit, "_importable", lambda module: True)
+  assert gpu_kit.install_wheels(str(tmp_path / "kit"), str(tmp_path / "s2"), print) is None
+  assert len(calls) == 1
+
+
+def test_every_wheel_names_the_module_that_shows_the_image_has_it():
+  assert list(gpu_kit.MODULES) == list(gpu_kit.WHEELS)
+  assert gpu_kit._importable("json") and not gpu_kit._importable("no_such_module_here")

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from lvf_jax import _validation
+from lvf_jax.recurrences import persistent as _persistent
 from lvf_jax.recurrences._common import (act_fwd, act_grad_from_output, big_matmul_tn,
                                          check_unroll, dot_rows,
                                          explicitly_sharded, finish, flatten_batch_inputs,
@@ -178,12 +179,57 @@ def _sum_rows(a: Array) -> Array:
 _rnn_core.defvjp(_rnn_fwd, _rnn_bwd)
 
 
+def _persistent_unfit(activation, input_kernel, operator, mask, seq_lengths, reverse,
+                      h0) -> Optional[str]:
+  """What keeps these options off the persistent kernel (``None``: nothing)."""
+  if activation != "tanh":
+    return f"activation='tanh'; got {activation!r}"
+  for name, value in (("input_kernel", input_kernel), ("operator", operator), ("mask", mask),
+                      ("seq_lengths", seq_lengths)):
+    if value is not None:
+      return f"no '{name}'"
+  if reverse:
+    return "reverse=False"
+  if jnp.ndim(h0) != 2:
+    return f"one batch axis (h0 of shape (batch, n)); got h0 of shape {jnp.shape(h0)}"
+  width = jnp.shape(h0)[-1]
+  if _persistent.padded_side(width) > _persistent.MAX_WIDTH:
+    return (f"a width that pads to at most MAX_WIDTH = {_persistent.MAX_WIDTH}; got {width}")
+  return None
+
+
+def _runs_persistent(fn, persistent, activation, input_kernel, operator, mask, seq_lengths,
+                     reverse, h0, u) -> bool:
+  """``rnn_scan``'s choice of the persistent kernel (its ``persistent`` argument)."""
+  if persistent is not None and not isinstance(persistent, bool):
+    raise ValueError(f"{fn}: argument 'persistent' must be None, True or False; got "
+                     f"{persistent!r}.")
+  unfit = _persistent_unfit(activation, input_kernel, operator, mask, seq_lengths, reverse,
+                            h0)
+  if persistent and unfit:
+    raise ValueError(f"{fn}: persistent=True needs {unfit}.")
+  if persistent is None:
+    return not unfit and _persistent.selected(jnp.shape(h0)[-1], jnp.result_type(u))
+  return persistent
+
+
+def _persistent_call(kernel, u, h0, bias):
+  """``rnn_scan``'s tanh recurrence through the persistent kernel, ``b`` added to ``u``."""
+  u = jnp.asarray(u)
+  if bias is not None:
+    u = u + jnp.asarray(bias, u.dtype)[None, None, :]
+  return _persistent.persistent_rnn_scan(
+      jnp.asarray(kernel, u.dtype), u, jnp.asarray(h0, u.dtype),
+      interpret=jax.default_backend() != "gpu")
+
+
 def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *,
              activation: str = "tanh", input_kernel: Optional[Array] = None,
              reverse: bool = False, unroll: int = 1,
              mask: Optional[Array] = None,
              seq_lengths: Optional[Array] = None,
-             operator: Optional[Callable[[Any, Array], Array]] = None) -> tuple[Array, Array]:
+             operator: Optional[Callable[[Any, Array], Array]] = None,
+             persistent: Optional[bool] = None) -> tuple[Array, Array]:
   """``h_t = sigma(h_{t-1} K + u_t, b)`` over time with the fused backward pass.
 
   The forward pass is the plain recurrence of expRNN eq 3 / scoRNN eq 5 / lvfRNN eq 5
@@ -215,6 +261,12 @@ def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *
       cotangent is one vector-Jacobian product of ``operator`` over all ``T B`` rows after
       the loop, as ``dK`` is one product. Pass a module-level function (it is a static
       argument).
+    persistent: run the recurrence as one persistent Pallas kernel
+      (:func:`lvf_jax.recurrences.persistent_rnn_scan`, in Pallas's interpreter off a GPU);
+      it takes ``activation='tanh'``, a dense kernel, projected inputs, one batch axis and
+      no mask or ``reverse``. ``None`` (default) selects it where those hold and
+      :func:`lvf_jax.recurrences.persistent.selected` says it was measured faster on this
+      GPU; ``False`` keeps the XLA loop.
 
   Returns:
     ``(h_final, hs)`` with ``hs`` time-major ``(T, *batch, n)``. Floating arguments are
@@ -223,6 +275,9 @@ def rnn_scan(kernel: Array, u: Array, h0: Array, bias: Optional[Array] = None, *
   fn = "rnn_scan"
   _validation.check_choice(fn, "activation", activation, ACTIVATIONS)
   unroll = check_unroll(fn, unroll)
+  if _runs_persistent(fn, persistent, activation, input_kernel, operator, mask, seq_lengths,
+                      reverse, h0, u):
+    return _persistent_call(kernel, u, h0, bias)
   params = kernel
   if operator is not None:
     if not callable(operator):
