@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import glob
+import importlib.util
 import io
 import json
 import os
@@ -50,23 +51,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KIT = os.path.join(ROOT, ".gpu_kit")
 
 # Packages the GPU machine's image may lack (it holds jax with CUDA, flax, optax, orbax,
-# matplotlib, torch), pinned: lvf_jax's configs and its TFDS data layer with the
-# requirements of tensorflow-datasets beyond those. ``run`` installs the ones whose module
-# (MODULES) the image cannot import, so none shadows a package the image has.
+# matplotlib, torch), pinned, each with the module that shows the image has it: lvf_jax's
+# configs and its TFDS data layer with the requirements of tensorflow-datasets beyond those.
+# ``run`` installs the ones whose module the image cannot import, so none shadows a package
+# the image has.
 WHEELS = {
-    "ml-collections": "1.1.0", "tensorflow-datasets": "4.9.10", "array-record": "0.8.6",
-    "dm-tree": "0.1.10", "immutabledict": "4.3.1", "promise": "2.3", "simple-parsing": "0.1.9",
-    "docstring-parser": "0.18.0", "tensorflow-metadata": "1.21.0",
-    "googleapis-common-protos": "1.76.0", "termcolor": "3.3.0", "toml": "0.10.2",
-    "six": "1.17.0", "wrapt": "2.5.2", "tqdm": "4.70.1",
-}
-MODULES = {
-    "ml-collections": "ml_collections", "tensorflow-datasets": "tensorflow_datasets",
-    "array-record": "array_record", "dm-tree": "tree", "immutabledict": "immutabledict",
-    "promise": "promise", "simple-parsing": "simple_parsing",
-    "docstring-parser": "docstring_parser", "tensorflow-metadata": "tensorflow_metadata",
-    "googleapis-common-protos": "google.api", "termcolor": "termcolor", "toml": "toml",
-    "six": "six", "wrapt": "wrapt", "tqdm": "tqdm",
+    "ml-collections": ("1.1.0", "ml_collections"),
+    "tensorflow-datasets": ("4.9.10", "tensorflow_datasets"),
+    "array-record": ("0.8.6", "array_record"), "dm-tree": ("0.1.10", "tree"),
+    "immutabledict": ("4.3.1", "immutabledict"), "promise": ("2.3", "promise"),
+    "simple-parsing": ("0.1.9", "simple_parsing"),
+    "docstring-parser": ("0.18.0", "docstring_parser"),
+    "tensorflow-metadata": ("1.21.0", "tensorflow_metadata"),
+    "googleapis-common-protos": ("1.76.0", "google.api"),
+    "termcolor": ("3.3.0", "termcolor"), "toml": ("0.10.2", "toml"),
+    "six": ("1.17.0", "six"), "wrapt": ("2.5.2", "wrapt"), "tqdm": ("4.70.1", "tqdm"),
 }
 SOURCE_ONLY = ("promise",)  # published as a source archive: built into a wheel here
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
@@ -107,7 +106,7 @@ def wheel_commands(dest: str) -> list[list[str]]:
   for platform in PLATFORMS:
     binary += ["--platform", platform]
   cmds = []
-  for name, version in WHEELS.items():
+  for name, (version, _) in WHEELS.items():
     if name in SOURCE_ONLY:
       cmds.append([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", dest,
                    f"{name}=={version}"])
@@ -164,7 +163,7 @@ def install_wheels(kit: str, site: str, log) -> Optional[str]:
   """Installs into ``site`` (no index, no dependencies) the kit's wheels whose module this
   interpreter cannot import; returns ``site``, or None when none is needed."""
   wheels = [w for w in sorted(glob.glob(os.path.join(kit, "wheels", "*.whl")))
-            if not _importable(MODULES.get(_distribution(w), ""))]
+            if not _importable(WHEELS.get(_distribution(w), ("", ""))[1])]
   if not wheels:
     return None
   cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
@@ -184,7 +183,6 @@ def _distribution(wheel: str) -> str:
 
 def _importable(module: str) -> bool:
   """Whether ``module`` imports here (without importing it)."""
-  import importlib.util  # pylint: disable=g-import-not-at-top
   try:
     return bool(module) and importlib.util.find_spec(module) is not None
   except (ImportError, ValueError):
@@ -455,7 +453,6 @@ def _runner():
 
 def _benchmark_module():
   """``benchmarks/gpu.py``, a script beside the package, loaded from its path."""
-  import importlib.util  # pylint: disable=g-import-not-at-top
   bench_dir = os.path.join(ROOT, "benchmarks")
   if bench_dir not in sys.path:
     sys.path.insert(0, bench_dir)

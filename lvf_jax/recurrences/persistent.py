@@ -86,6 +86,11 @@ def padded_side(size: int) -> int:
   return max(MIN_SIDE, 1 << (size - 1).bit_length())
 
 
+def fits(n: int) -> bool:
+  """Whether the kernel takes width ``n``: ``padded_side(n) <= MAX_WIDTH``."""
+  return padded_side(n) <= MAX_WIDTH
+
+
 def _forward_kernel(precision, k_ref, u_ref, h0_ref, hs_ref):
   """``hs[t] = tanh(hs[t-1] K + u[t])`` for every ``t`` of one batch block, ``K`` read
   once."""
@@ -132,7 +137,7 @@ def _check(kernel: Array, u: Array, h0: Array, block_batch: int) -> None:
   if not kernel.dtype == u.dtype == h0.dtype:
     raise ValueError(f"persistent_rnn_scan: 'kernel', 'u' and 'h0' must share a dtype; got "
                      f"{kernel.dtype}, {u.dtype}, {h0.dtype}.")
-  if padded_side(n) > MAX_WIDTH:
+  if not fits(n):
     raise ValueError(f"persistent_rnn_scan: the width {n} pads to {padded_side(n)}, above "
                      f"MAX_WIDTH = {MAX_WIDTH} (K must fit on chip); use rnn_scan.")
   if (isinstance(block_batch, bool) or not isinstance(block_batch, int)

@@ -193,7 +193,7 @@ def _persistent_unfit(activation, input_kernel, operator, mask, seq_lengths, rev
   if jnp.ndim(h0) != 2:
     return f"one batch axis (h0 of shape (batch, n)); got h0 of shape {jnp.shape(h0)}"
   width = jnp.shape(h0)[-1]
-  if _persistent.padded_side(width) > _persistent.MAX_WIDTH:
+  if not _persistent.fits(width):
     return (f"a width that pads to at most MAX_WIDTH = {_persistent.MAX_WIDTH}; got {width}")
   return None
 
