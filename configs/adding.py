@@ -35,7 +35,8 @@ PRESETS = {
                   cell=dict(rho=43, orthogonal_param="matrix", orthogonal_reset=False),
                   optim=dict(orthogonal_method="neumann_cayley", reset_every=50, **ADAM)),
     "lvf": dict(hidden=128,
-                cell=dict(integrator="midpoint", tau=1.0, activation="tanh"),
+                cell=dict(parametrization="paper",  # lvfRNN eq. 8's V, as the rates assume
+                          integrator="midpoint", tau=1.0, activation="tanh"),
                 optim=ADAM),
     "exprnn": dict(hidden=170,
                    cell=dict(orthogonal_init="cayley"),  # expRNN: Cayley init

@@ -32,7 +32,8 @@ TRAIN = dict(steps=100 * STEPS_PER_EPOCH,  # 100 epochs
 PRESETS = {
     # lvfRNN Table 5's most common row
     "lvf": dict(hidden=256,
-                cell=dict(integrator="euler", tau=1.0, activation="tanh"),
+                cell=dict(parametrization="paper",  # lvfRNN eq. 8's V, as the rates assume
+                          integrator="euler", tau=1.0, activation="tanh"),
                 optim=dict(optimizer="adam", learning_rate=1e-3)),
     "exprnn": dict(hidden=256,
                    cell=dict(orthogonal_init="cayley"),  # expRNN: Cayley init (lr_orth: lr / 10)

@@ -4,26 +4,26 @@
 Hyperparameters from the papers' tables:
 * lvf: lvfRNN Table 5, Copy(200): kappa 128, modReLU, tau 15, midpoint map (App. E, eq 16),
   with the divergence of V free and four deviations, each decided by a run recorded in
-  ``docs/LVF_DIVERGENCE.md``: the vector field at Adam 1e-5 (Table 5 as printed diverges
-  within 10 steps: Adam's first step moves every entry of V by the learning rate and div V
-  sums 2(kappa - 1) of them, which tau = 15 turns into a midpoint map of spectral radius
-  above 1 over the 220 steps); the soft divergence penalty of Sec. 4.3 at lambda 10
-  (Table 5: 0); gradients clipped at global norm 1 (without it a gradient spike erases the
-  memory after a few thousand steps); the other weights at Adam 1e-3 with a cosine decay
-  over the 10k steps (Table 5: 1e-4, no decay).
+  ``docs/LVF_DIVERGENCE.md``: the vector field at Adam 1e-5 (Adam's first step moves every
+  entry of V by the learning rate and div V sums 2(kappa - 1) of them, which tau = 15 turns
+  into a midpoint map of spectral radius above 1 over the 220 steps: Table 5 as printed, the
+  row ``copy-lvf-literal``); the soft divergence penalty of Sec. 4.3 at lambda 10
+  (Table 5: 0); gradients clipped at global norm 1; the other weights at Adam 1e-3 with a
+  cosine decay over the 10k steps (Table 5: 1e-4, no decay).
 * lvf_divfree: the hard constraint div V = 0 of Sec. 4.3, which makes the midpoint map
-  orthogonal (Thm. 1): the lvfRNN's orthogonal special case. Adam 3e-4 for 20k steps (at
-  1e-4 it reached 89.8 % at 13k steps and then lost its memory).
+  orthogonal (Thm. 1): the lvfRNN's orthogonal special case. Adam 3e-4 for 20k steps
+  (twice the other copy rows' budget: the row ``copy-lvf-divfree`` of
+  ``docs/reproduction/lvf-t4.md``).
 * lvf_separate: lvfRNN Table 5, Copy(200), its divergence free to move, with the field
   parametrised by its divergence-free part and its divergence (``separate_divergence``),
   each at its own Adam rate: the divergence-free part at 3e-4, the divergence at 1e-5 (one
   step moves each (div V)_i by about 1e-5), the other weights at 3e-4 as ``lvf_divfree``,
   with a cosine decay over the 10k steps (``lvf_divfree`` at a constant 3e-4 lost its memory
   after its best step) and the penalty at lambda 10 as ``lvf``. Decided by the controls in
-  ``docs/LVF_DIVERGENCE.md``: ``lvf``'s settings with div V = 0 imposed score the same
-  94 % as ``lvf`` itself (the divergence costs nothing there), while V at 3e-4 with a free
-  divergence in one parameter diverges.
-* lvf_literal: Table 5 exactly as printed (diverges, see above).
+  ``docs/LVF_DIVERGENCE.md`` and the rows ``copy-lvf-hard`` and ``copy-lvf-hard-vf3e-4`` of
+  ``docs/reproduction/lvf-t4.md`` (``lvf``'s settings with div V = 0 imposed, from their
+  records).
+* lvf_literal: Table 5 exactly as printed (the row ``copy-lvf-literal``).
 * exprnn, nnrnn, lstm, rnn_orth, rnn: nnRNN Table 2 (T=200, batch 10, RMSprop); expRNN
   (n 128, Henaff, lr 1e-3, lr_orth 1e-4).
 * scornn, ncgru, gru: NC-GRU Sec. 4.4 (T=1000/2000, batch 50, Adam 1e-3, A at 1e-4;
@@ -47,24 +47,28 @@ TRAIN = dict(steps=10000, batch_size=50)  # NC-GRU Sec. 4.4: batch 50
 PRESETS = {
     # lvfRNN Table 5, Copy(200), its divergence unconstrained; four deviations (above)
     "lvf": dict(hidden=128,
-                cell=dict(integrator="midpoint", tau=15.0, activation="modrelu", div_penalty=10.0),
+                cell=dict(parametrization="paper",  # lvfRNN eq. 8's V, as the rates assume
+                          integrator="midpoint", tau=15.0, activation="modrelu", div_penalty=10.0),
                 optim=dict(optimizer="adam", learning_rate=1e-3, lr_vector_field=1e-5,
                            clip_norm=1.0, lr_schedule="cosine")),
     # Sec. 4.3's hard constraint div V = 0: the orthogonal special case
     "lvf_divfree": dict(model="lvf", hidden=128,
-                        cell=dict(integrator="midpoint", tau=15.0, activation="modrelu",
+                        cell=dict(parametrization="paper",  # lvfRNN eq. 8's V, as the rates assume
+                                  integrator="midpoint", tau=15.0, activation="modrelu",
                                   divergence_free=True),
                         optim=dict(optimizer="adam", learning_rate=3e-4, lr_vector_field=3e-4),
                         train=dict(steps=20000)),
     # lvfRNN Table 5, Copy(200), divergence free to move at its own rate (above)
     "lvf_separate": dict(model="lvf", hidden=128,
-                         cell=dict(integrator="midpoint", tau=15.0, activation="modrelu",
+                         cell=dict(parametrization="paper",  # lvfRNN eq. 8's V, as the rates assume
+                                   integrator="midpoint", tau=15.0, activation="modrelu",
                                    div_penalty=10.0, separate_divergence=True),
                          optim=dict(optimizer="adam", learning_rate=3e-4, lr_vector_field=3e-4,
                                     lr_divergence=1e-5, lr_schedule="cosine")),
     # lvfRNN Table 5, Copy(200), as printed
     "lvf_literal": dict(model="lvf", hidden=128,
-                        cell=dict(integrator="midpoint", tau=15.0, activation="modrelu"),
+                        cell=dict(parametrization="paper",  # lvfRNN eq. 8's V, as the rates assume
+                                  integrator="midpoint", tau=15.0, activation="modrelu"),
                         optim=dict(optimizer="adam", learning_rate=1e-4, lr_vector_field=1e-4)),
     # nnRNN Table 2 (batch 10, RMSprop); expRNN n 128, lr 1e-3, lr_orth 1e-4
     "exprnn": dict(hidden=128,

@@ -30,7 +30,8 @@ PRESETS = {
                    cell=dict(rho=100),
                    optim=ADAM),
     "lvf": dict(hidden=128,
-                cell=dict(integrator="midpoint", tau=1.0, activation="modrelu"),
+                cell=dict(parametrization="paper",  # lvfRNN eq. 8's V, as the rates assume
+                          integrator="midpoint", tau=1.0, activation="modrelu"),
                 optim=ADAM),
     "exprnn": dict(hidden=190,
                    optim=ADAM),

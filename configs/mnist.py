@@ -98,7 +98,8 @@ PRESETS = {
         optim=dict(optimizer="rmsprop", learning_rate=1e-3)),  # library choice
     # lvfRNN Table 5's most common row
     "lvf": dict(hidden=170,
-                cell=dict(integrator="euler", tau=1.0, activation="tanh"),
+                cell=dict(parametrization="paper",  # lvfRNN eq. 8's V, as the rates assume
+                          integrator="euler", tau=1.0, activation="tanh"),
                 optim=dict(optimizer="adam", learning_rate=1e-3)),
     # NC-GRU Alg. 1: rho = n // 10, exact every 50
     "ncgru": dict(hidden=77,

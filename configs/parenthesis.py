@@ -31,7 +31,8 @@ PRESETS = {
                    cell=dict(rho=20),
                    optim=ADAM),
     "lvf": dict(hidden=64,
-                cell=dict(integrator="euler", tau=1.0, activation="tanh"),
+                cell=dict(parametrization="paper",  # lvfRNN eq. 8's V, as the rates assume
+                          integrator="euler", tau=1.0, activation="tanh"),
                 optim=ADAM),
     "exprnn": dict(hidden=110,
                    optim=ADAM),

@@ -65,11 +65,13 @@ PRESETS = {
                    optim=dict(optimizer="adam", learning_rate=1e-3, **SCHEDULE)),
     # lvfRNN Table 5, JSB, as printed
     "lvf_literal": dict(model="lvf", hidden=300, num_layers=3, dropout=0.3,
-                        cell=dict(integrator="euler", tau=1.0, activation="tanh", div_penalty=0.0),
+                        cell=dict(parametrization="paper",  # lvfRNN eq. 8's V, as the rates assume
+                                  integrator="euler", tau=1.0, activation="tanh", div_penalty=0.0),
                         optim=dict(optimizer="adam", learning_rate=1.5e-3, **SCHEDULE)),
     # lvfRNN Table 5, JSB; V at 1e-4 (configs/jsb.py)
     "lvf": dict(model="lvf", hidden=300, num_layers=3, dropout=0.3,
-                cell=dict(integrator="euler", tau=1.0, activation="tanh", div_penalty=0.0),
+                cell=dict(parametrization="paper",  # lvfRNN eq. 8's V, as the rates assume
+                          integrator="euler", tau=1.0, activation="tanh", div_penalty=0.0),
                 optim=dict(optimizer="adam", learning_rate=1.5e-3, lr_vector_field=1e-4,
                            **SCHEDULE)),
 }

@@ -37,7 +37,8 @@ BASELINE = dict(optimizer="adam", learning_rate=1e-3, clip_norm=0.25)  # AWD-LST
 PRESETS = {
     # lvfRNN Table 5's most common row
     "lvf": dict(hidden=1039,
-                cell=dict(integrator="euler", tau=1.0, activation="tanh"),
+                cell=dict(parametrization="paper",  # lvfRNN eq. 8's V, as the rates assume
+                          integrator="euler", tau=1.0, activation="tanh"),
                 optim=BASELINE),
     "exprnn": dict(hidden=1039,
                    cell=dict(orthogonal_init="cayley"),  # expRNN: Cayley init (lr_orth: lr / 10)

@@ -71,7 +71,8 @@ PRESETS = {
                    optim=BASELINE),
     # lvfRNN Table 5, TIMIT: kappa 255, 2 layers, RMSprop 3e-4, clip 15
     "lvf": dict(hidden=255, num_layers=2,
-                cell=dict(integrator="euler", tau=2.0, activation="tanh", div_penalty=0.2),
+                cell=dict(parametrization="paper",  # lvfRNN eq. 8's V, as the rates assume
+                          integrator="euler", tau=2.0, activation="tanh", div_penalty=0.2),
                 optim=dict(optimizer="rmsprop", learning_rate=3e-4, clip_norm=15.0)),
     # expRNN's TIMIT table: 158 units; RMSprop 1e-3 (expRNN reference code)
     "lstm": dict(hidden=158,

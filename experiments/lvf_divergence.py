@@ -559,6 +559,37 @@ def provenance_lines(records: dict) -> list[str]:
   return [f"- `{c}` at {commit}, {machine}, {date}" for c, commit, machine, date in keys]
 
 
+def trained_section(records: dict, path: str, figure_path: str) -> list[str]:
+  """The page's section on the trained fields, with their figure (none without records of
+  trained fields)."""
+  trained_keys = [k for k in records if k.startswith("trained/")]
+  if not trained_keys:
+    return []
+  figure = plot_trained(records, figure_path)
+  lines = ["## The trained fields", "",
+           "The best-validation variables of the copy rows (`docs/reproduction/lvf-t4.md`), "
+           "recorded by `python -m experiments.lvf_divergence --trained <run dirs>`; "
+           "`copy-lvf` and `copy-lvf-separate-rates` keep their divergence free, "
+           "`copy-lvf-divfree` and `copy-lvf-hard` project it to zero (an orthogonal "
+           "`C_V`, every singular value 1). 'div V x s': the same trained model evaluated "
+           "with its divergence multiplied by s and its divergence-free part kept, nothing "
+           "retrained (empty where the cell imposes `div V = 0`): how much of its "
+           "accuracy the trained divergence carries.", "",
+           *trained_lines(records), ""]
+  if figure:
+    rel = os.path.relpath(figure, os.path.dirname(path))
+    runs = sorted({(records[k]["row"], records[k]["seed"], records[k]["run"]["commit"],
+                    records[k]["run"]["machine"], records[k]["run"]["date"])
+                   for k in trained_keys})
+    lines += [f"![eigenvalues of the trained C_V]({rel})", "",
+              "*Modulus against angle of the eigenvalues of each trained `C_V`, drawn by "
+              "`python -m experiments.lvf_divergence --report-only` from the records above; "
+              "the runs: " + "; ".join(f"{row} seed {seed} at {commit}, {machine}, {date}"
+                                       for row, seed, commit, machine, date in runs) + ".*",
+              ""]
+  return lines
+
+
 def write_page(records: dict, path: str = PAGE, figure_path: str = FIGURE) -> str:
   """Writes the page (and its figure, at ``figure_path``) from ``records`` alone (its
   analysis text states no measured number)."""
@@ -597,30 +628,7 @@ def write_page(records: dict, path: str = PAGE, figure_path: str = FIGURE) -> st
             "`tau = 15`, `lambda = 0`, midpoint, batch 50) with one change; the loss and "
             "accuracy are the training batch's.", "", *trial_lines(records), "",
             *verdict_lines(records)]
-  trained_keys = [k for k in records if k.startswith("trained/")]
-  if trained_keys:
-    figure = plot_trained(records, figure_path)
-    lines += ["## The trained fields", "",
-              "The best-validation variables of the copy rows (`docs/reproduction/lvf-t4.md`), "
-              "recorded by `python -m experiments.lvf_divergence --trained <run dirs>`; "
-              "`copy-lvf` and `copy-lvf-separate-rates` keep their divergence free, "
-              "`copy-lvf-divfree` and `copy-lvf-hard` project it to zero (an orthogonal "
-              "`C_V`, every singular value 1). 'div V x s': the same trained model evaluated "
-              "with its divergence multiplied by s and its divergence-free part kept, nothing "
-              "retrained (empty where the cell imposes `div V = 0`): how much of its "
-              "accuracy the trained divergence carries.", "",
-              *trained_lines(records), ""]
-    if figure:
-      rel = os.path.relpath(figure, os.path.dirname(path))
-      runs = sorted({(records[k]["row"], records[k]["seed"], records[k]["run"]["commit"],
-                      records[k]["run"]["machine"], records[k]["run"]["date"])
-                     for k in trained_keys})
-      lines += [f"![eigenvalues of the trained C_V]({rel})", "",
-                "*Modulus against angle of the eigenvalues of each trained `C_V`, drawn by "
-                "`python -m experiments.lvf_divergence --report-only` from the records above; "
-                "the runs: " + "; ".join(f"{row} seed {seed} at {commit}, {machine}, {date}"
-                                         for row, seed, commit, machine, date in runs) + ".*",
-                ""]
+  lines += trained_section(records, path, figure_path)
   lines += copy_row_lines()
   lines += comparison_lines("JSB", JSB_INTRO, "lvf-t3", JSB_ROWS,
                             (("test_loss", "test NLL"),), "test_loss")

@@ -229,6 +229,8 @@ def _effective_size(name: str, shape: tuple[int, ...]) -> int:
   size = int(np.prod(shape)) if shape else 1
   if name.startswith("unitary") and len(shape) == 3 and shape[0] == 2 and shape[1] == shape[2]:
     return shape[1] * shape[1]  # [Re W, Im W] of a unitary W: dim U(n) = n^2
+  if name == "vector_field_divergence":
+    return 0  # replaces the divergence of ``vector_field``: the pair spans dim VF_n
   square = len(shape) == 2 and shape[0] == shape[1]
   if square and (name.startswith(_MANIFOLD_PREFIXES) or name in _TRIANGLE_NAMES):
     n = shape[0]
@@ -245,7 +247,9 @@ def count_params(params: Any, effective: bool = False) -> int:
       Shape-only leaves (``jax.ShapeDtypeStruct``) are fine.
     effective: count degrees of freedom as the papers do: an ``n x n`` parameter named
       ``skew*`` / ``orthogonal*`` (a point of Skew(n) / SO(n)), ``vector_field`` (lvfRNN:
-      ``D_V`` depends on ``V^T - V`` only) or ``triangular`` (nnRNN's strictly-lower ``T``)
+      ``D_V`` depends on ``V^T - V`` only; with its divergence stored apart,
+      ``vector_field_divergence``, the pair still spans ``dim VF_n``, so that counts 0) or
+      ``triangular`` (nnRNN's strictly-lower ``T``)
       counts ``n (n - 1) / 2``; a ``(2, n, n)`` pair ``unitary*`` (the full-capacity
       uRNN's ``[Re W, Im W]``, a point of U(n)) counts ``n^2``.
   """

@@ -13,7 +13,7 @@ import scipy.linalg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lvf_jax import cells, layers
+from lvf_jax import cells, geometry, layers
 from np_reference import (B, M, N, _np, init_apply, kernel_of, np_directional_derivative,
                           np_lvf_matrix, np_modrelu, np_skew_from_triu,
                           replace_param)
@@ -26,7 +26,7 @@ import tolerances as tol
 @pytest.mark.parametrize("activation", ["tanh", "modrelu"])
 def test_lvf_step_matches_eq6(integrator, activation):
   tau = 0.7
-  cell = cells.LVFRNNCell(N, integrator=integrator, tau=tau, activation=activation)
+  cell = cells.LVFRNNCell(N, parametrization="paper", integrator=integrator, tau=tau, activation=activation)
   variables, _, _, _ = init_apply(cell)
   rng = np.random.default_rng(0)
   v = rng.uniform(size=(N, N))  # a general field (non-zero divergence and diagonal)
@@ -47,7 +47,7 @@ def test_lvf_step_matches_eq6(integrator, activation):
 
 def test_lvf_vector_field_dof():
   """D_V depends only on V^T - V: the diagonal and the symmetric part are ignored."""
-  cell = cells.LVFRNNCell(N, integrator="midpoint", tau=0.5)
+  cell = cells.LVFRNNCell(N, parametrization="paper", integrator="midpoint", tau=0.5)
   variables, _, _, _ = init_apply(cell)
   rng = np.random.default_rng(1)
   v = rng.normal(size=(N, N))
@@ -70,7 +70,7 @@ def test_lvf_vector_field_dof():
 
 def test_lvf_divergence_free_midpoint_is_orthogonal_cayley():
   tau = 1.3
-  cell = cells.LVFRNNCell(N, integrator="midpoint", tau=tau, divergence_free=True)
+  cell = cells.LVFRNNCell(N, parametrization="paper", integrator="midpoint", tau=tau, divergence_free=True)
   variables, _, _, _ = init_apply(cell)
   rng = np.random.default_rng(2)
   v = rng.uniform(size=(N, N)) * (1 - np.eye(N))
@@ -102,7 +102,7 @@ def test_lvf_separate_divergence_is_the_midpoint_map_of_its_field():
   """With ``separate_divergence`` the kernel is eq. 16 of the field whose divergence-free
   part is ``vector_field``'s and whose eq. 8 divergence is the parameter (mean removed)."""
   tau = 1.3
-  cell = cells.LVFRNNCell(N, integrator="midpoint", tau=tau, separate_divergence=True)
+  cell = cells.LVFRNNCell(N, parametrization="paper", integrator="midpoint", tau=tau, separate_divergence=True)
   variables, _, _, _ = init_apply(cell)
   assert variables["params"]["vector_field_divergence"].shape == (N,)
   rng = np.random.default_rng(5)
@@ -229,14 +229,14 @@ def test_lvf_input_init_scale_scales_the_initial_input_kernel_only():
 
 
 def test_lvf_euler_tends_to_identity():
-  cell = cells.LVFRNNCell(N, integrator="euler", tau=1.0)
+  cell = cells.LVFRNNCell(N, parametrization="paper", integrator="euler", tau=1.0)
   variables, _, _, _ = init_apply(cell)
   rng = np.random.default_rng(3)
   v = rng.uniform(size=(N, N))
   d, _ = np_directional_derivative(v)
   errs = []
   for tau in (1e-1, 1e-2, 1e-3):
-    c = cells.LVFRNNCell(N, integrator="euler", tau=tau)
+    c = cells.LVFRNNCell(N, parametrization="paper", integrator="euler", tau=tau)
     k = _np(c.apply(replace_param(variables, "vector_field", v), method=lambda m: m.prepare())["kernel"])
     errs.append(np.max(np.abs(k - np.eye(N))))
     # k = I - tau D is rounded to float32 at magnitude 1 (N-term divergences): divided by tau
@@ -247,7 +247,7 @@ def test_lvf_euler_tends_to_identity():
 
 def test_lvf_div_penalty_sown_and_differentiable():
   lam = 0.3
-  cell = cells.LVFRNNCell(N, div_penalty=lam)
+  cell = cells.LVFRNNCell(N, parametrization="paper", div_penalty=lam)
   layer = layers.Recurrent(cell)
   x = jax.random.normal(jax.random.key(0), (B, 5, M))
   variables = layer.init(jax.random.key(1), x)
@@ -268,16 +268,72 @@ def test_lvf_div_penalty_sown_and_differentiable():
   want = 2 * lam * (div[None, :] - div[:, None])  # d/dV_ab of lam sum_i div_i^2
   np.testing.assert_allclose(g, want, **tol.F32)  # N-term divergences, squared and summed
   # lambda = 0: nothing sown.
-  layer0 = layers.Recurrent(cells.LVFRNNCell(N))
+  layer0 = layers.Recurrent(cells.LVFRNNCell(N, parametrization="paper"))
   assert layers.regularization_terms(layer0.apply({"params": params}, x, mutable=["losses"])[1]) == {}
 
 
-def test_lvf_default_init_is_divergence_free():
-  variables, _, _, _ = init_apply(cells.LVFRNNCell(N))
+def test_lvf_paper_default_init_is_divergence_free():
+  """Alg. 2's doubly-stochastic field, the default under ``parametrization='paper'``."""
+  variables, _, _, _ = init_apply(cells.LVFRNNCell(N, parametrization="paper"))
   v = _np(variables["params"]["vector_field"])
   np.testing.assert_allclose(np.diag(v), 0.0)
   np.testing.assert_allclose(v.sum(0), 1.0, **tol.F32)
   np.testing.assert_allclose(v.sum(1), 1.0, **tol.F32)
+
+
+def test_lvf_natural_default_starts_at_a_spread_rotation():
+  """The default (``'natural'``, ``'exp'``, tau 1, :func:`geometry.rotation_field`): the
+  field starts divergence-free, ``C_V`` orthogonal with eigen-angles spread over the circle
+  (Alg. 2's field would give angles near 0: ``C_V`` close to ``I``)."""
+  n = 32
+  cell = cells.LVFRNNCell(n)
+  assert (cell.parametrization, cell.integrator, cell.tau) == ("natural", "exp", 1.0)
+  variables = cell.init(jax.random.key(0), jnp.zeros((B, n)), jnp.zeros((B, M)))
+  field = cell.apply(variables, method=lambda c: c.field())
+  np.testing.assert_allclose(_np(geometry.divergence(field)), 0.0, atol=tol.F32["atol"] * n)
+  k = _np(cell.apply(variables, method=lambda c: c.prepare())["kernel"])
+  np.testing.assert_allclose(k @ k.T, np.eye(n), **tol.F32)  # expm of an n-term skew matrix
+  angles = np.abs(np.angle(np.linalg.eigvals(k)))
+  assert np.median(angles) > 0.5 and angles.max() > 2.0
+  paper = cells.LVFRNNCell(n, parametrization="paper")
+  kp = _np(paper.apply(paper.init(jax.random.key(0), jnp.zeros((B, n)), jnp.zeros((B, M))),
+                       method=lambda c: c.prepare())["kernel"])
+  assert np.abs(np.angle(np.linalg.eigvals(kp))).max() < 0.5
+
+
+def _moduli_after_step(n, parametrization, lr, seed=0):
+  """The largest ``|log |lambda||`` over the eigenvalues of ``C_V`` (``'exp'``, tau 1) after
+  one step of size ``lr`` on every stored entry of a divergence-free field."""
+  cell = cells.LVFRNNCell(n, parametrization=parametrization)
+  variables = cell.init(jax.random.key(seed), jnp.zeros((B, n)), jnp.zeros((B, M)))
+  rng = np.random.default_rng(seed)
+  params = dict(variables["params"])
+  if parametrization == "paper":  # start from the same divergence-free field
+    params["vector_field"] = geometry.project_divergence_free(
+        jnp.asarray(rng.uniform(size=(n, n)), jnp.float32))
+  # a sign step that Adam can take: +lr on the rows of one half of the units, -lr on the
+  # others (under 'paper' it moves every (div V)_i by n lr), and the same signs on a
+  u = np.where(np.arange(n) < n // 2, 1.0, -1.0)
+  steps = {"vector_field": np.outer(u, np.ones(n)), "vector_field_divergence": u}
+  for name, step in steps.items():
+    if name in params:
+      params[name] = params[name] + lr * jnp.asarray(step, jnp.float32)
+  k = _np(cell.apply({"params": params}, method=lambda c: c.prepare())["kernel"])
+  return float(np.abs(np.log(np.abs(np.linalg.eigvals(k.astype(np.float64))))).max())
+
+
+def test_lvf_natural_step_moves_c_v_off_the_circle_by_o_lr_at_every_width():
+  """Bendixson: the eigenvalues of ``exp(-tau D_V)`` have moduli ``exp(-tau Re lambda)`` with
+  ``Re lambda`` in ``[-max div V, -min div V]``; under ``'natural'`` a step of ``lr`` on every
+  stored entry moves ``div V = a - mean(a)`` by at most ``2 lr``, at any ``n``, where under
+  ``'paper'`` it moves ``(div V)_i``, a sum of ``2 (n - 1)`` entries, by up to ``2 (n - 1) lr``."""
+  lr = 1e-3
+  for n in (8, 256):
+    # 2 lr, plus float32 rounding of expm's moduli (n-term products at magnitude 1)
+    assert _moduli_after_step(n, "natural", lr) <= 2 * lr + 100 * n * np.finfo(np.float32).eps
+  assert _moduli_after_step(256, "paper", lr) > 10 * lr  # the same step, the paper's V
+  with pytest.raises(ValueError, match="'parametrization' must be one of"):
+    init_apply(cells.LVFRNNCell(N, parametrization="scaled"))
 
 
 # --------------------------------------------------------------- expRNN / scoRNN
@@ -361,7 +417,7 @@ def test_scornn_default_rho():
 def test_lvf_properties_hypothesis(seed, tau, integrator):
   """C_V fixes constants (D_V 1 = 0) for every field; divergence-free + midpoint is orthogonal."""
   v = np.random.default_rng(seed).uniform(size=(N, N))
-  cell = cells.LVFRNNCell(N, integrator=integrator, tau=tau, divergence_free=True)
+  cell = cells.LVFRNNCell(N, parametrization="paper", integrator=integrator, tau=tau, divergence_free=True)
   variables = {"params": {"vector_field": jnp.asarray(v, jnp.float32),
                           "bias": jnp.zeros((N,), jnp.float32)}}
   k = _np(cell.apply(variables, method=lambda c: c.prepare())["kernel"])

@@ -48,7 +48,7 @@ def _span(fn) -> int:
 
 def test_no_function_spans_more_than_60_lines():
   too_long = []
-  for folder in ("lvf_jax", "configs"):
+  for folder in ("lvf_jax", "configs", "experiments"):
     for path in sorted(glob.glob(os.path.join(ROOT, folder, "**", "*.py"), recursive=True)):
       with open(path) as f:
         tree = ast.parse(f.read())
@@ -61,6 +61,61 @@ def test_no_function_spans_more_than_60_lines():
 def test_the_span_counts_from_the_first_statement_after_the_docstring():
   tree = ast.parse('def f():\n  """Doc\n  string."""\n  a = 1\n\n  return a\n')
   assert _span(tree.body[0]) == 3
+
+
+def _package_imports(package: str) -> dict:
+  """``{module: modules of package it imports}`` for every module under ``package`` (imports
+  inside functions included; ``from a.b import c`` counts as ``a.b.c`` where that is a
+  module, else ``a.b``)."""
+  mods = {}
+  for path in glob.glob(os.path.join(ROOT, package, "**", "*.py"), recursive=True):
+    dotted = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+    mods[dotted.removesuffix(".__init__")] = path
+  graph = {}
+  for module, path in mods.items():
+    found = set()
+    for node in ast.walk(ast.parse(open(path).read())):
+      if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+      elif isinstance(node, ast.ImportFrom) and node.module:
+        names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods
+                 else node.module for a in node.names]
+      else:
+        continue
+      found |= {n for n in names if n in mods and n != module}
+    graph[module] = found
+  return graph
+
+
+def _cycles(graph: dict) -> list:
+  state, cycles = {}, []
+
+  def visit(node, stack):
+    state[node] = 1
+    stack.append(node)
+    for nxt in sorted(graph.get(node, ())):
+      if state.get(nxt) == 1:
+        cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+      elif nxt not in state:
+        visit(nxt, stack)
+    stack.pop()
+    state[node] = 2
+
+  for node in sorted(graph):
+    if node not in state:
+      visit(node, [])
+  return cycles
+
+
+def test_the_experiments_have_no_import_cycle():
+  graph = _package_imports("experiments")
+  assert "experiments.reproduce.runner" in graph["experiments.reproduce.pages"]
+  assert not _cycles(graph), _cycles(graph)
+
+
+def test_the_cycle_check_finds_a_cycle():
+  assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a -> b -> c -> a"]
+  assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
 def _config_files():

@@ -106,7 +106,9 @@ def test_cli_runs_dtriv_with_the_base_option_of_exprnn(tmp_path):
 
 
 def test_a_workdir_written_before_the_options_existed_resumes(tmp_path):
-  c = config_lib.make_config("copy", {"T": 5}, "lvf", 8, cell={"tau": 0.5},
+  # a config written before 'parametrization' existed was trained with the paper's field
+  c = config_lib.make_config("copy", {"T": 5}, "lvf", 8,
+                             cell={"tau": 0.5, "parametrization": "paper"},
                              train=dict(steps=2, batch_size=4, eval_every=2, eval_size=8,
                                         progress_bar=False, plot=False, tensorboard=False))
   train.train_and_evaluate(c, str(tmp_path))
@@ -121,6 +123,12 @@ def test_a_workdir_written_before_the_options_existed_resumes(tmp_path):
   c.train.steps = 4
   c.train.allow_resume_changes = True
   assert train.train_and_evaluate(c, str(tmp_path))["steps"] == 4
+  c.model.cell.parametrization = "natural"  # not what it was trained with: a difference
+  c.train.steps = 6
+  with pytest.raises(train.ConfigMismatchError,
+                     match=r"model.cell.parametrization: 'paper' -> 'natural'"):
+    train.train_and_evaluate(c, str(tmp_path))
+  c.model.cell.parametrization = "paper"
   c.model.cell.div_penalty = 0.1  # a changed option is still a difference
   c.train.steps = 6
   with pytest.raises(train.ConfigMismatchError, match=r"model.cell.div_penalty: 0.0 -> 0.1"):

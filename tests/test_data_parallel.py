@@ -60,6 +60,8 @@ def test_a_sharded_run_resumes_to_the_uninterrupted_one(tmp_path):
   same(losses(tmp_path / "straight"), losses(tmp_path / "split"))
 
 
+@pytest.mark.skipif(not (paths.raw_data_dir() / "ptb").is_dir(),
+                    reason=f"PTB not found under {paths.raw_data_dir()} (set {paths.DATA_DIR_ENV})")
 def test_a_host_fed_dataset_with_truncated_bptt_carries_its_sharded_state(tmp_path):
   path = os.path.join(ROOT, "configs", "ptb_char.py")
   runs = []

@@ -101,7 +101,7 @@ def _layer_params(cell, x):
 def test_lvf_transition_matrix_is_numpy_euler_map_of_eqs_9_to_15():
   from lvf_jax import cells  # pylint: disable=g-import-not-at-top
   x = jnp.ones((2, 3, 2))
-  cell = cells.LVFRNNCell(5, integrator="euler", tau=0.7)
+  cell = cells.LVFRNNCell(5, integrator="euler", tau=0.7, parametrization="paper")
   params = _layer_params(cell, x)
   v = np.asarray(params["vector_field"], np.float64)
   n = v.shape[0]

@@ -82,6 +82,25 @@ def test_orthogonal_log_of_rotation():
                              atol=tol.F32["atol"])  # float32 eigh of 3 x 3, arccos at t = 0.7
 
 
+def test_orthogonal_log_stays_bounded_at_an_angle_next_to_pi():
+  """An eigen-angle within float32 rounding of pi: ``1 - cos^2`` rounds to zero while the
+  skew part keeps its rounding error, and ``t / sin t`` read off the cosine sent the log to
+  1e27 at n = 512 (a Haar draw); read off the skew part, every plane's log has norm ``t``."""
+  n = 16
+  rng = np.random.default_rng(0)
+  angles = np.concatenate([[np.pi - 1e-7], rng.uniform(-3, 3, n // 2 - 1)])
+  blocks = scipy.linalg.block_diag(*[[[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]
+                                     for a in angles])
+  basis = np.linalg.qr(rng.standard_normal((n, n)))[0]
+  q = jnp.asarray(basis @ blocks @ basis.T, jnp.float32)
+  a = np.asarray(g.orthogonal_log(q), np.float64)
+  # the plane at pi has no unique logarithm and its rounding picks a direction: the log is
+  # bounded (t <= pi on each of the two planes rounding can mix), skew, and expm of it is a
+  # rotation
+  assert np.all(np.isfinite(a)) and np.linalg.norm(a, 2) <= 2 * np.pi
+  np.testing.assert_allclose(a, -a.T, atol=tol.F32["atol"])  # (L - L^T) / 2: exactly skew
+
+
 @pytest.mark.parametrize("n", [2, 3, 64])
 def test_doubly_stochastic_alg2(n):
   v = np.asarray(g.doubly_stochastic()(KEY, (n, n)), np.float64)

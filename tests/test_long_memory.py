@@ -135,7 +135,7 @@ def test_a_row_runs_through_the_harness_command_line(tmp_path):
   assert result["diagnostics"]["memory_probe"]["n"] == 68
   page = (out / "long-memory-adding.md").read_text()
   assert "| adding T=1000 | LSTM | val_loss |" in page and "| t1000-lstm | 0 | 2 |" in page
-  assert "| adding T=5000 | NC-GRU | val_loss |" in page and "**not run**" in page
+  assert "| adding T=5000 | NC-GRU | val_loss |" in page and "**not run: queued" in page
   assert "[long-memory-adding](long-memory-adding.md)" in (out / "README.md").read_text()
 
 

@@ -115,12 +115,18 @@ def test_music_and_regression_heads():
 
 def test_count_params():
   n, m, out = 8, 3, 4
-  model = models.SequencePredictor([cells.LVFRNNCell(n)], num_outputs=out)
+  model = models.SequencePredictor([cells.LVFRNNCell(n, parametrization="paper")],
+                                   num_outputs=out)
   variables = model.init(jax.random.key(0), jnp.zeros((1, 2, m)))
   full = n * n + m * n + n + n * out + out
   eff = n * (n - 1) // 2 + m * n + n + n * out + out
   assert models.count_params(variables) == full
   assert models.count_params(variables["params"], effective=True) == eff
+  # the default parametrisation stores the divergence apart: n more entries
+  natural = models.SequencePredictor([cells.LVFRNNCell(n)], num_outputs=out)
+  nv = natural.init(jax.random.key(0), jnp.zeros((1, 2, m)))
+  assert models.count_params(nv) == full + n
+  assert models.count_params(nv, effective=True) == eff  # the same dim VF_n
   # expRNN: skew counts n(n-1)/2; the dtriv base is not trainable.
   cell_model = models.SequenceClassifier([cells.ExpRNNCell(n, use_base=True)], num_outputs=out)
   v = cell_model.init(jax.random.key(0), jnp.zeros((1, 2, m)))

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from experiments.reproduce import __main__ as cli
-from experiments.reproduce import archive, floors, harness, pages, rows, runner
+from experiments.reproduce import (archive, floors, harness, pages, provenance, rows, runner,
+                                   step_times)
 from experiments.reproduce import verdict as verdict_lib
 from lvf_jax import zoo
 from lvf_jax.data import paths
@@ -102,11 +103,11 @@ def test_a_row_may_not_state_a_duration(text, found):
   assert rows.stated_durations(text) == found
   if found:
     with pytest.raises(ValueError, match="states the duration"):
-      rows.Row(id="x", task="t", model="m", paper={}, config="copy.py:lvf", note=text)
+      rows.Row(id="x", task="t", model="m", paper={}, config="copy.py:lvf", steps=10, note=text)
     with pytest.raises(ValueError, match="states the duration"):
       rows.Row(id="x", task="t", model="m", paper={}, blocker="budget: a GPU row; " + text)
   else:
-    rows.Row(id="x", task="t", model="m", paper={}, config="copy.py:lvf", note=text)
+    rows.Row(id="x", task="t", model="m", paper={}, config="copy.py:lvf", steps=10, note=text)
 
 
 def _no_data(row):
@@ -218,9 +219,10 @@ def test_pages_are_regenerated_from_the_archive_without_the_runs(tmp_path):
   page = open(harness.write_table(table, str(later), str(out))).read()
   assert "| 0.4 |" in page and "| 0.5 |" not in page
   index = open(harness.write_index({table.id: table}, str(tmp_path / "empty"), str(out))).read()
-  # copy-lvf ran 100 of its 10,000 steps (partial); copy-rnn's 0.4 is worse than the floor
+  # copy-lvf ran 100 of its 10,000 steps (partial); copy-rnn's 0.4 is worse than the floor;
+  # the columns: meets, beats, unexplained, misses, partial, at floor, not run, stand-in
   assert f"| [{table.id}]({table.id}.md) Table 4 |" in index
-  assert f"| {len(table.rows)} | 0 | 0 | 0 | 1 | 1 | {len(table.rows) - 2} | 0 |" in index
+  assert f"| {len(table.rows)} | 0 | 0 | 0 | 0 | 1 | 1 | {len(table.rows) - 2} | 0 |" in index
 
 
 def test_a_row_without_a_record_is_not_run_whatever_its_archive_printed(tmp_path):
@@ -234,11 +236,11 @@ def test_a_row_without_a_record_is_not_run_whatever_its_archive_printed(tmp_path
       "steps": "5", "wall": "1.0 min", "flag": "", "runs": []}}}})
   page = open(harness.write_table(table, str(tmp_path / "none"), str(out))).read()
   line = next(l for l in page.splitlines() if l.startswith(f"| {row.task} | {row.model} |"))
-  assert "0.123" not in page and "| not run |" in line and "**not run**" in line
-  _fake_result(tmp_path / "runs", table, row, 0, {"test_loss": 1e-3, "test_accuracy": 100.0},
+  assert "0.123" not in page and "| not run |" in line and "**not run: queued" in line
+  _fake_result(tmp_path / "runs", table, row, 0, {"test_loss": 2e-3, "test_accuracy": 100.0},
                steps=10000)
   page = open(harness.write_table(table, str(tmp_path / "runs"), str(out))).read()
-  assert "| 0.001 |" in page and "| beats |" in page
+  assert "| 0.002 |" in page and "| beats |" in page
 
 
 def test_page_statistics_and_verdicts_are_numpys(tmp_path):
@@ -252,12 +254,16 @@ def test_page_statistics_and_verdicts_are_numpys(tmp_path):
   mean, std = np.mean(losses), np.std(losses, ddof=1)
   assert f"{mean:.3g} ± {std:.3g} (3 seeds)" in page
   assert f"{np.mean(accs):.1f} % ± {np.std(accs, ddof=1):.1f} % (3 seeds)" in page
-  # within two standard errors of the paper's 0.021 and 95 %
+  # the mean is the paper's 0.021, but the seed at 0.025 is worse than it by more than twice
+  # the tolerance, which the spread widens at most to twice the printed precision (half a
+  # unit of 2.1e-2)
   assert abs(mean - 0.021) <= 2 * std / np.sqrt(3)
+  cap = verdict_lib.SPREAD_CAP * verdict_lib.half_unit(0.021)
+  assert max(losses) - 0.021 > verdict_lib.WORST_SEED * cap
   line = next(l for l in page.splitlines() if l.startswith("| copy T=200 | lvfRNN |"))
-  assert "| meets |" in line and "| 0.09452 (no-memory loss) |" in line
+  assert "| misses (" in line and "| 0.09452 (no-memory loss) |" in line
   assert "2.0 min" in line  # mean wall time of 1, 2 and 3 minutes
-  assert "**not run**" in page  # the other rows
+  assert "**not run: " in page  # the other rows, each with its reason
 
 
 def _records(values, metric="test_loss", steps=100):
@@ -292,52 +298,6 @@ def test_a_row_short_of_its_budget_never_meets():
   one_of_three = verdict_lib.judge(paper, _records([0.099]), budget=100, seeds=3)
   assert one_of_three.category == "partial"
   assert verdict_lib.judge(paper, _records([0.099] * 3), budget=100, seeds=3).category == "meets"
-
-
-def test_the_tolerance_is_two_standard_errors_or_the_relative_one():
-  rel = verdict_lib.REL_TOL
-  assert verdict_lib.tolerance("test_loss", [1.0], 2.0) == pytest.approx(rel * 2.0)
-  spread = [1.0, 2.0, 3.0]  # standard error 1/sqrt(3)
-  assert verdict_lib.tolerance("test_loss", spread, 2.0) == pytest.approx(2 / np.sqrt(3))
-  tight = [2.0, 2.0 + 1e-6]
-  assert verdict_lib.tolerance("test_loss", tight, 2.0) == pytest.approx(rel * 2.0)
-  # an accuracy's relative tolerance is of its error rate
-  assert verdict_lib.tolerance("test_accuracy", [95.0], 95.0) == pytest.approx(rel * 5.0)
-  worse = 2.0 * (1 + 2 * rel)
-  assert verdict_lib.compare("test_loss", [worse], 2.0) == "misses"
-  assert verdict_lib.compare("test_loss", [2.0 * (1 + rel / 2)], 2.0) == "meets"
-  assert verdict_lib.compare("test_loss", [2.0 * (1 - 2 * rel)], 2.0) == "beats"
-  # the same mean with a wide spread over seeds is within two standard errors
-  assert verdict_lib.compare("test_loss", [worse - 1.0, worse + 1.0], 2.0) == "meets"
-  assert verdict_lib.compare("test_accuracy", [94.0], 95.0) == "misses"
-
-
-def test_a_loss_ten_times_better_than_the_paper_is_flagged_without_a_note():
-  paper = {"test_loss": 3.5e-3, "test_accuracy": 99.0}
-  records = [{"metrics": {"test_loss": 4.9e-8, "test_accuracy": 100.0}, "steps": 10}]
-  flagged = verdict_lib.judge(paper, records, budget=10)
-  assert flagged.category == "beats" and "10x in test_loss" in flagged.flag
-  noted = verdict_lib.judge(paper, records, budget=10, differs="a longer budget")
-  assert noted.category == "beats" and noted.flag == ""
-  three = [{"metrics": {"test_loss": 1e-3, "test_accuracy": 100.0}, "steps": 10}]
-  assert verdict_lib.judge(paper, three, budget=10).flag == ""  # 3.5x better
-
-
-def test_the_page_flags_a_far_better_row_and_prints_its_floor(tmp_path):
-  noted = rows.get("lvf-t4")
-  assert noted.row("copy-urnn").differs  # the real row says which settings differ
-  table = dataclasses.replace(noted, rows=tuple(
-      dataclasses.replace(r, differs="") if r.id == "copy-urnn" else r for r in noted.rows))
-  row = table.row("copy-urnn")
-  _fake_result(tmp_path, table, row, 0, {"test_loss": 4.9e-8, "test_accuracy": 100.0},
-               steps=row.steps)
-  page = harness.table_markdown(table, str(tmp_path))
-  line = next(l for l in page.splitlines() if l.startswith(f"| {row.task} | {row.model} |"))
-  assert "beats **(better than the paper by more than 10x" in line
-  assert "| 0.0035 | 0.09452 (no-memory loss) |" in line
-  page = harness.table_markdown(noted, str(tmp_path))
-  line = next(l for l in page.splitlines() if l.startswith(f"| {row.task} | {row.model} |"))
-  assert "beats" in line and "better than the paper by more than 10x" not in line
 
 
 def test_floors_of_music_and_ptb_are_the_papers_no_memory_models():
@@ -431,16 +391,17 @@ def test_stand_in_rows_show_validation_and_test_loss_without_a_verdict(tmp_path)
   assert "| val_loss | - | — | 41.5 | — |  |" in first
   assert "|  |  | test_loss | - | — | 43.25 | — |" in page
   index = open(harness.write_index({table.id: table}, str(tmp_path), str(tmp_path / "p"))).read()
-  assert "| 10 | 0 | 0 | 0 | 0 | 0 | 5 | 5 |" in index  # 5 TIMIT rows, 5 stand-ins
-  # a row without a paper budget shows the fraction of its config's budget that ran
+  assert "| 10 | 0 | 0 | 0 | 0 | 0 | 0 | 5 | 5 |" in index  # 5 TIMIT rows, 5 stand-ins
+  # a quoted row states the preset's budget; a run's own smaller budget is shown, not used
   quoted = rows.get("antisymmetric-t1").row("pmnist-lstm")
-  assert quoted.steps is None
+  assert quoted.steps == 30030
   _fake_result(tmp_path, rows.get("antisymmetric-t1"), quoted, 0, {"test_accuracy": 77.0},
                steps=1750)
   (result,) = harness.results_of_row(rows.get("antisymmetric-t1"), quoted, str(tmp_path))
-  assert pages.steps_cell(quoted, [{**result, "budget_steps": 30030}]) == "1750 of 30030 (6 %)"
-  # a result from before budget_steps: the budget of the row's config
-  assert pages.steps_cell(quoted, [result]) == "1750 of 30030 (6 %)"
+  own = pages.steps_cell(quoted, [{**result, "budget_steps": 1750}])
+  assert own.startswith("1750 of 30030 (6 %), the run's budget 1750; about ")
+  assert pages.steps_cell(quoted, [result]).startswith("1750 of 30030 (6 %); about ")
+  assert runner.judge_row(quoted, [{**result, "budget_steps": 1750}]).category == "partial"
 
 
 def test_a_figure_is_drawn_only_from_recorded_curves(tmp_path):
@@ -475,10 +436,15 @@ def test_gpu_rows_run_only_when_asked_and_their_page_says_why(tmp_path, monkeypa
   assert not rows.get("lvf-t2").row("timit-lvf").budget_blocked  # no data: never runs here
   cmd = harness.command(table, row)
   assert cmd.endswith(f"--rows {row.id} --include-blocked")
+  measured = {f"{table.id}/{row.id}": {"seconds_per_step": 2.0, "commit": "abc", "load": 1.0,
+                                        "machine": "test cpu", "date": "2026-01-01 00:00 UTC"}}
+  monkeypatch.setattr(step_times, "load", lambda path=None: measured)
   page = harness.table_markdown(table, str(tmp_path / "none"))
   line = next(l for l in page.splitlines() if l.startswith(f"| {row.task} | {row.model} |"))
   full = harness.command(table, row, steps=row.steps)  # the paper's budget
-  assert f"**not run: {row.blocker}**" in line and f"`{full}`" in page
+  hours = 2.0 * row.steps * row.seeds / 3600
+  assert f"**not run: {row.blocker}; about {hours:.1f} h for {row.seeds} x {row.steps} steps at 2 s" \
+      in line and "test cpu, load average 1," in line and f"`{full}`" in page
   ran = []
   monkeypatch.setattr(runner, "run_row", lambda t, r, *a, **k: ran.append((r.id, k["smoke"])))
   argv = ["nnrnn-t1", "--rows", f"{row.id},ptbchar-rnn-orth-params-t300", "--seeds", "1",
@@ -659,11 +625,14 @@ def test_every_released_model_reevaluates_to_its_card(name, tfds_dir):
     # measured by lvf_jax.zoo.rounding_tolerance when the card was written
     rel = max(info["check"]["tolerance"][key], ROUNDING_FLOOR)
     assert got[key] == pytest.approx(want, rel=rel, abs=1e-6), key
-  # the card names a real row, and the row's archived records (every seed) meet the paper
+  # the card names a real row whose archived records (every seed) learned the task at the
+  # paper's full budget: released when it met or beat the paper, its page gives today's
+  # verdict (a far better loss is 'unexplained', a printed precision may be missed)
   row = rows.get(info["table"]).row(info["row"])
   stored = archive.load(archive.path_for(PAGES, info["table"]))
   records = list(stored["rows"][row.id]["seeds"].values())
-  assert runner.judge_row(row, records).category in ("meets", "beats")
+  assert runner.judge_row(row, records).category in ("meets", "beats", "unexplained", "misses")
+  assert runner.complete(row, records)
   assert info["check"]["metrics"]["loss"] == pytest.approx(
       info["result"]["metrics"]["test_loss"], rel=2e-3)
 
@@ -767,7 +736,7 @@ def small_copy_rows(monkeypatch, log_every: int) -> None:
 
   monkeypatch.setattr(runner, "row_config", small)
   monkeypatch.setenv("LVF_JAX_COMMIT", "abc1234")
-  monkeypatch.setattr(runner, "_STARTED_AT_COMMIT", [])  # asked afresh in this test
+  monkeypatch.setattr(provenance, "_STARTED_AT_COMMIT", [])  # asked afresh in this test
 
 
 def test_a_time_limited_run_counts_its_steps_and_resumes_to_the_budget(tmp_path, monkeypatch):

@@ -7,8 +7,9 @@ the paper's value (:mod:`experiments.reproduce.verdict`). The floors are:
   (``baseline_loss`` of :mod:`lvf_jax.tasks`), recorded in every run's result and computed
   from the row's config for a row without one;
 - polyphonic music: the test NLL per frame (summed over the 88 keys, averaged over the
-  frames of every test piece) of an independent Bernoulli per key and of a first-order Markov
-  chain per key, both fitted on the training split; the lower of the two is the floor;
+  frames of every test piece, and as the mean over pieces of each piece's average) of an
+  independent Bernoulli per key and of a first-order Markov chain per key, both fitted on the
+  training split; the lower of the two is the floor;
 - PTB: the test cross entropy of the training unigram distribution (bits per character,
   perplexity per word) and the test accuracy of always predicting the most frequent token;
 - MNIST, permuted MNIST, CIFAR-10: chance accuracy, 10 %.
@@ -20,7 +21,6 @@ the pages read that file.
 
 from __future__ import annotations
 
-import datetime
 import json
 import math
 import os
@@ -29,6 +29,8 @@ from typing import Optional
 
 import numpy as np
 
+from experiments.reproduce import provenance
+from experiments.reproduce.presets import preset_config, task_name
 from experiments.reproduce.rows import Row
 
 PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floors.json")
@@ -66,6 +68,13 @@ def markov_nll(train: list, test: list) -> float:
   return float(-(y * np.log(p) + (1 - y) * np.log1p(-p)).sum(axis=1).mean())
 
 
+def per_piece(nll, train: list, test: list) -> float:
+  """The per-piece mean of ``nll`` (:func:`bernoulli_nll` or :func:`markov_nll`): each test
+  piece's NLL per frame, averaged over the pieces (the harness's
+  ``test_nll_per_sequence``)."""
+  return float(np.mean([nll(train, [piece]) for piece in test]))
+
+
 def unigram(train: list, test: list) -> dict[str, float]:
   """Test cross entropy (nats per token) of the training unigram distribution and the test
   accuracy (percent) of always predicting the most frequent training token.
@@ -89,8 +98,10 @@ def compute(data_dir: str) -> dict:
   out = {}
   for name in MUSIC:
     rolls = readers.read_music(readers.music_source_file(data_dir, name))
-    out[name] = {"bernoulli_nll": bernoulli_nll(rolls["train"], rolls["test"]),
-                 "markov_nll": markov_nll(rolls["train"], rolls["test"])}
+    train, test = rolls["train"], rolls["test"]
+    out[name] = {"bernoulli_nll": bernoulli_nll(train, test), "markov_nll": markov_nll(train, test),
+                 "bernoulli_nll_per_piece": per_piece(bernoulli_nll, train, test),
+                 "markov_nll_per_piece": per_piece(markov_nll, train, test)}
   for level, task in (("char", "ptb_char"), ("word", "ptb_word")):
     lines = {s: readers.read_ptb_lines(readers.ptb_file(data_dir, level, s))
              for s in ("train", "test")}
@@ -119,20 +130,11 @@ def load_info(path: str = PATH) -> dict:
 
 def _task_loss(row: Row) -> Optional[float]:
   """The no-memory loss of a synthetic row's task, from its config."""
-  from experiments.reproduce import runner  # pylint: disable=g-import-not-at-top
   from lvf_jax import tasks  # pylint: disable=g-import-not-at-top
-  c = runner.preset_config(row)
+  c = preset_config(row)
   if c.task.name not in tasks.TASKS:
     return None
   return float(tasks.get_task(c.task.name, **c.task.options.to_dict()).baseline_loss())
-
-
-def task_name(row: Row) -> str:
-  """The task a row's config trains (``''`` without a config)."""
-  if row.config is None:
-    return ""
-  from experiments.reproduce import runner  # pylint: disable=g-import-not-at-top
-  return str(runner.preset_config(row).task.name)
 
 
 def of_row(row: Row, records: list, stored: Optional[dict] = None) -> dict:
@@ -161,6 +163,10 @@ def _floor(row, task, metric, records, stored):
   if task in MUSIC and metric == "test_loss" and task in stored:
     s = stored[task]
     return min(s["bernoulli_nll"], s["markov_nll"]), "per-key Markov chain"
+  if task in MUSIC and metric == "test_nll_per_sequence" and task in stored:
+    s = stored[task]
+    return (min(s["bernoulli_nll_per_piece"], s["markov_nll_per_piece"]),
+            "per-key Markov chain, per-piece mean")
   if task == "ptb_char" and task in stored:
     return {"test_bpc": (stored[task]["unigram_bpc"], "unigram"),
             "test_accuracy": (stored[task]["unigram_accuracy"], "most frequent character")
@@ -179,13 +185,12 @@ def _floor(row, task, metric, records, stored):
 
 def main() -> int:
   """Computes the data floors and writes :data:`PATH` with how they were made."""
-  from experiments.reproduce import runner  # pylint: disable=g-import-not-at-top
   data_dir = os.environ.get("LVF_JAX_DATA_DIR", "")
   if not data_dir:
     raise SystemExit("set LVF_JAX_DATA_DIR to the directory holding polyphonic/ and ptb/")
   value = {"floors": compute(data_dir), "command": "python -m experiments.reproduce.floors",
-           "commit": runner.git_commit(), "machine": runner.machine(),
-           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+           "commit": provenance.git_commit(), "machine": provenance.machine(),
+           "date": provenance.utc_now()}
   with open(PATH, "w") as f:
     json.dump(value, f, indent=1, sort_keys=True)
     f.write("\n")

@@ -17,9 +17,10 @@ from typing import Iterable, Optional
 import numpy as np
 
 from experiments.reproduce import archive as archive_lib
+from experiments.reproduce import claims as claims_lib
 from experiments.reproduce import floors as floors_lib
 from experiments.reproduce import rows as rows_lib
-from experiments.reproduce import runner
+from experiments.reproduce import runner, step_times
 from experiments.reproduce import verdict as verdict_lib
 from experiments.reproduce.rows import Row, Table
 
@@ -105,23 +106,62 @@ def params_cell(records: list) -> str:
 
 
 def steps_cell(row: Row, records: list) -> str:
-  """Steps run of the budget (with the fraction when short), and the best validation
-  step."""
+  """Steps run of the paper's full budget (with the fraction when short, and the hours of a
+  core a partial run still needs), and the best validation step."""
   if row.analytic:
     return "computed"
-  budget = runner.budget_of(row, records)
+  budget = runner.budget_of(row)
   if not records:
-    return str(budget or "")
+    return f"0 of {budget}"
   ran = min(int(r["steps"]) for r in records)
-  text = f"{ran} of {budget} ({100.0 * ran / budget:.0f} %)" if budget and ran < budget \
-      else str(ran)
+  text = f"{ran} of {budget}" + (f" ({100.0 * ran / budget:.0f} %)" if ran < budget else "")
   run_budgets = sorted({int(r["budget_steps"]) for r in records if r.get("budget_steps")})
-  if budget and run_budgets and run_budgets != [budget]:
+  if run_budgets and run_budgets != [budget]:
     text += f", the run's budget {' / '.join(str(b) for b in run_budgets)}"
+  left = hours_left(row, records)
+  if left is not None:
+    text += (f"; about {left:.1f} h of the records' machine left for the full budget "
+             "(a run resumes from its checkpoint)")
   best = sorted({r.get("best_validation_step") for r in records} - {None})
   if len(best) == 1:
     text += f", best validation at {best[0]}"
   return text
+
+
+def hours_left(row: Row, records: list) -> Optional[float]:
+  """Hours the unfinished part of ``row``'s budget needs at its records' own pace (wall time
+  per step, the seeds it still lacks included); None when complete or unmeasured."""
+  timed = [r for r in records if r.get("wall_seconds") and r.get("steps")
+           and r.get("wall_complete", True) and not r.get("source")]
+  if row.analytic or not timed or runner.complete(row, records):
+    return None
+  per_step = float(np.mean([r["wall_seconds"] / r["steps"] for r in timed]))
+  budget = runner.budget_of(row)
+  missing = sum(max(budget - int(r["steps"]), 0) for r in records)
+  missing += max(row.seeds - len(records), 0) * budget
+  return step_times.cpu_hours(per_step, missing)
+
+
+def not_run_reason(table: Table, row: Row, measured: Optional[dict] = None) -> str:
+  """Why ``row`` has no record: its blocker (no data, a GPU row's budget) or ``queued``, with
+  the hours its full budget takes on a CPU at a step time measured there
+  (:mod:`experiments.reproduce.step_times`)."""
+  measured = step_times.load() if measured is None else measured
+  source_table, source = rows_lib.source(table, row)
+  entry = measured.get(f"{source_table.id}/{source.id}")
+  hours = ""
+  if entry and not row.analytic:
+    total = step_times.cpu_hours(entry["seconds_per_step"], runner.budget_of(row), row.seeds)
+    load = f", load average {entry['load']:g}" if "load" in entry else ""
+    hours = (f"about {total:.1f} h for {row.seeds} x {runner.budget_of(row)} steps at "
+             f"{entry['seconds_per_step']:.3g} s a step, measured at {entry['commit']} on "
+             f"{entry['machine']}{load}, {entry['date']}")
+  if row.blocker:
+    return row.blocker + (f"; {hours}" if hours and row.budget_blocked else "")
+  if row.analytic:
+    return "queued: a computed row"
+  return "queued: " + (hours or "step time not measured yet "
+                       "(`python -m experiments.reproduce.step_times`)")
 
 
 def seeds_cell(row: Row, records: list) -> str:
@@ -138,7 +178,8 @@ def floor_cell(metric: str, row_floors: dict) -> str:
 
 
 def verdict_cell(status: verdict_lib.Verdict) -> str:
-  return status.category + (f" **({status.flag})**" if status.flag else "")
+  return (status.category + (f" **({status.flag})**" if status.flag else "")
+          + (f" ({status.seeds})" if status.seeds else ""))
 
 
 def row_results(table: Table, row: Row, workdir: str, archive: Optional[dict] = None
@@ -200,12 +241,18 @@ def notes_of(row: Row, archive: Optional[dict]) -> list[str]:
   return out
 
 
-def _note_cell(row: Row, records: list, archive: Optional[dict]) -> str:
+def _note_cell(table: Table, row: Row, records: list, archive: Optional[dict]) -> str:
   parts = [row.note] if row.note else []
   if row.differs:
     parts.append(f"Differs from the paper: {row.differs}")
+  if row.explained_by:
+    parts.append(f"Explained by the recorded row `{row.explained_by}`.")
   if not records:
-    parts.insert(0, f"**not run: {row.blocker}**" if row.blocker else "**not run**")
+    parts.insert(0, f"**not run: {not_run_reason(table, row)}**")
+  converted = [f"seed {r['seed']}: {r['source']}" for r in records if r.get("source")]
+  if converted:
+    parts.append("Converted records, without a learning curve or a last step: "
+                 + "; ".join(converted) + ".")
   diverged = [r for r in records if r.get("diverged_at")]
   if diverged:
     at = ", ".join(str(r["diverged_at"]) for r in diverged)
@@ -228,8 +275,9 @@ def shown_metrics(row: Row, records: list) -> list:
   """``(metric, paper value or None)`` of every line of the row."""
   shown = list(row.paper.items()) or ([(m, None) for m in STAND_IN_SHOWN] if row.config
                                       else [("", None)])
-  if set(row.paper) & {"min_train_loss", "val_loss"} and "test_loss" not in row.paper:
-    shown.append(("test_loss", None))  # the paper's minimum loss and our test figure
+  if (set(row.paper) & {"min_train_loss", "val_loss", "test_nll_per_sequence"}
+      and "test_loss" not in row.paper):
+    shown.append(("test_loss", None))  # our test figure beside the one the paper's matches
   shown += [(m, None) for m in ALSO_SHOWN
             if m not in row.paper and any(m in r.get("metrics", {}) for r in records)]
   return shown
@@ -252,7 +300,7 @@ def row_lines(table: Table, row: Row, records: list, archive: Optional[dict],
   first = [row.task, row.model]
   rest = [verdict_cell(status), f"{row.paper_params or '?'} / {params_cell(records) or '-'}",
           steps_cell(row, records), seeds_cell(row, records), _wall_cell(records),
-          _note_cell(row, records, archive)]
+          _note_cell(table, row, records, archive)]
   lines = []
   for i, (metric, value) in enumerate(shown_metrics(row, records)):
     ours = summarize([r["metrics"][metric] for r in records
@@ -294,6 +342,7 @@ def table_markdown(table: Table, workdir: str, figure: Optional[str] = None,
               f"The figure: `python -m experiments.reproduce {table.id} --report-only`, the "
               "first recorded seed of every row with a curve; each curve's run (commit, "
               "machine, date) is listed below."]
+  lines += claims_lines(table, workdir, archive)
   lines += diagnostics_lines(table, workdir, archive)
   if runs:
     lines += ["", "## Runs", "",
@@ -304,6 +353,49 @@ def table_markdown(table: Table, workdir: str, figure: Optional[str] = None,
             f"`{runner.command(table, row, steps=row.steps if row.run_steps else None)}`"
             + (f" (config `{row.config}`)" if row.config else "") for row in table.rows]
   return "\n".join(lines) + "\n"
+
+
+def claim_verdicts(table: Table, workdir: str, archive: Optional[dict] = None) -> list:
+  """``(claim, verdict)`` of every claim of ``table``
+  (:func:`experiments.reproduce.claims.judge_claim`) from its rows' records."""
+  named = {i for c in table.claims for i in c.better + c.than}
+  records = {r.id: [x for x in row_results(table, r, workdir, archive) if not x.get("smoke")]
+             for r in table.rows if r.id in named}
+  out = []
+  for claim in table.claims:
+    sides = {}
+    for row_id in claim.better + claim.than:
+      row, recs = table.row(row_id), records[row_id]
+      side = claims_lib.side_of(recs, metric=claim.metric, complete=runner.complete(row, recs),
+                                task=runner.task_name(row), paper=row.paper[claim.metric])
+      if side is not None:
+        sides[row_id] = side
+    out.append((claim, claims_lib.judge_claim(claim, sides)))
+  return out
+
+
+def _cell(text: str) -> str:
+  """``text`` safe inside a Markdown table cell."""
+  return " ".join(text.split()).replace("|", "\\|")
+
+
+def claims_lines(table: Table, workdir: str, archive: Optional[dict] = None) -> list[str]:
+  """The page's section on the paper's claims about the table and their verdicts (none
+  without claims)."""
+  if not table.claims:
+    return []
+  lines = ["", "## The paper's claims", "",
+           "Each claim of the paper about this table, written as a comparison between rows "
+           "(`<`: better in the metric's direction), judged from the records at the paper's "
+           "full budget (a row not run or partial leaves it undecided); the statuses and the "
+           "separation between two rows are defined in [the index](README.md).", "",
+           "| claim | metric | the paper's words | verdict | what decided it |",
+           "|---|---|---|---|---|"]
+  for claim, result in claim_verdicts(table, workdir, archive):
+    printed = "" if claim.printed_holds else " (the paper's own printed values contradict it)"
+    lines.append(f"| {_cell(claim.text)}{printed} | {claim.metric} | \"{_cell(claim.quote)}\" "
+                 f"({_cell(claim.section)}) | **{result.status}** | {_cell(result.why)} |")
+  return lines
 
 
 def diagnostics_lines(table: Table, workdir: str, archive: Optional[dict] = None
@@ -418,8 +510,8 @@ def _floors_lines(stored: dict) -> list[str]:
            "A floor is what a model without memory scores (`experiments/reproduce/floors.py`): "
            "the synthetic tasks' no-memory loss (recorded with every run), chance accuracy "
            "(10 %) on the image tasks, and the values below, computed from the data on the "
-           "test split (music: NLL per frame, frame-weighted, fitted on the training split; "
-           "the floor is the lower of the two)."]
+           "test split (music: NLL per frame, fitted on the training split, frame-weighted and "
+           "as the per-piece mean (`*_per_piece`); the floor is the lower of the two models)."]
   if not stored:
     return lines + ["", f"`{path}` is missing: run `python -m experiments.reproduce.floors`."]
   info = floors_lib.load_info()
@@ -452,30 +544,77 @@ def _count_lines(tables: list, workdir: str, out_dir: str, stored: dict, what: s
   return lines
 
 
+def count_claims(table: Table, workdir: str, out_dir: str) -> dict:
+  """``{status: claims}`` of ``table``'s claims."""
+  archive = archive_lib.load(archive_lib.path_for(out_dir, table.id))
+  counts = dict.fromkeys(claims_lib.STATUSES, 0)
+  for _, result in claim_verdicts(table, workdir, archive):
+    counts[result.status] += 1
+  return counts
+
+
+def _claims_count_lines(tables: list, workdir: str, out_dir: str) -> tuple[list, dict]:
+  """The index's table of the claims counted per status, and the totals."""
+  order = list(claims_lib.STATUSES)
+  lines = ["| table | claims | " + " | ".join(order) + " |", "|---|---|" + "---|" * len(order)]
+  totals = dict.fromkeys(order, 0)
+  for t in tables:
+    if not t.claims:
+      continue
+    counts = count_claims(t, workdir, out_dir)
+    for c in order:
+      totals[c] += counts[c]
+    lines.append(f"| [{t.id}]({t.id}.md) Table {t.number} | {len(t.claims)} | "
+                 + " | ".join(str(counts[c]) for c in order) + " |")
+  lines.append(f"| all | {sum(totals.values())} | "
+               + " | ".join(str(totals[c]) for c in order) + " |")
+  return lines, totals
+
+
+def _verdict_lines() -> list[str]:
+  """The index's definitions: the tolerance of each metric kind with its reason, the
+  categories, and the claims' statuses."""
+  return [
+      "## Verdicts", "",
+      "Each judged metric is compared as the mean over seeds with the paper's value, within a "
+      "tolerance set by the metric's kind (`experiments/reproduce/verdict.py`):", "",
+      *[f"- {kind}: {why}." for kind, why in verdict_lib.TOLERANCES.items()], "",
+      f"The seeds' spread (two standard errors of the mean) may widen a tolerance, to at most "
+      f"{verdict_lib.SPREAD_CAP:g} times the kind's own; a seed worse than the paper by more "
+      f"than {verdict_lib.WORST_SEED:g} times the tolerance makes the row miss (the page says "
+      "'k of n seeds' where the seeds fall on both sides); every recorded seed is judged. The "
+      "budget is the paper's (the preset's where the paper gives none, as the row's note "
+      "says), never the run's own. The categories, decided in the order not run, at floor, "
+      "partial, misses, unexplained, beats, meets:", "",
+      *[f"- `{c}`: {verdict_lib.CATEGORIES[c]}." for c in verdict_lib.CATEGORIES], "",
+      "## Claims", "",
+      "Each table lists the claims its paper makes about it, as comparisons between rows, "
+      "with the paper's sentence (`experiments/reproduce/claims.py`). Two rows are separated "
+      "when their means differ by more than the larger of their combined two standard errors "
+      "and the tolerance of the metric's kind at the worse one. A claim is:", "",
+      *[f"- `{c}`: {why}." for c, why in claims_lib.STATUSES.items()]]
+
+
 def write_index(tables: dict, workdir: str, out_dir: str) -> str:
-  """Writes ``<out_dir>/README.md``: every table with its rows counted per verdict, the
-  verdicts' definitions and the floors."""
+  """Writes ``<out_dir>/README.md``: every table with its rows counted per verdict and its
+  claims per status, the definitions and the floors; and the summary at the top of the
+  reproduction guide beside ``out_dir`` (:func:`write_summary`)."""
   stored = floors_lib.load()
-  order = list(verdict_lib.CATEGORIES)
+  papers = [t for t in tables.values() if not t.study]
+  claim_lines, claim_totals = _claims_count_lines(papers, workdir, out_dir)
+  row_lines_ = _count_lines(papers, workdir, out_dir, stored, "paper", "stand-in")
   lines = ["# Reproduction of the papers' tables", "",
            "One page per table of the four source papers. Every numeric cell of a table is a "
            "row (`experiments/reproduce/tables/`) with the config that runs it; a page shows "
-           "the paper's value, the task's floor and ours, or why a row cannot run here (no "
-           "data, a model lvf_jax does not implement, or the budget of a GPU row, which "
-           "`--include-blocked` runs anyway). Every figure on a page is a per-seed record "
-           "archived in `results/` (one JSON file per table), and "
+           "the paper's value, the task's floor and ours, or why a row has not run (no data, "
+           "the budget of a GPU row, or queued, with the hours its budget takes at a measured step "
+           "time), and "
+           "the paper's claims about the table with their verdicts. Every figure on a page is "
+           "a per-seed record archived in `results/` (one JSON file per table), and "
            "`python -m experiments.reproduce all --report-only` rebuilds every page from "
            "those records alone; `python -m experiments.reproduce <table>` runs a table "
-           "(resumable).", "", "## Verdicts", "",
-           f"Each judged metric is compared as the mean over seeds with a tolerance: the larger "
-           f"of two standard errors over the seeds and {100 * verdict_lib.REL_TOL:g} % of the "
-           "paper's value (of its error rate, 100 − accuracy, for an accuracy; of the floor's "
-           "value against the floor); with one seed the relative tolerance alone. A computed "
-           "quantity meets when it rounds to the paper's printed digits. The categories, "
-           "decided in the order not run, at floor, partial, misses, beats, meets:", "",
-           *[f"- `{c}`: {verdict_lib.CATEGORIES[c]}." for c in order], "",
-           *_count_lines([t for t in tables.values() if not t.study], workdir, out_dir, stored,
-                         "paper", "stand-in")]
+           "(resumable).", "", *_verdict_lines(), "", "## The papers' claims", "",
+           *claim_lines, "", "## The rows", "", *row_lines_]
   studies = [t for t in tables.values() if t.study]
   if studies:
     lines += ["", "## Beyond the papers", "",
@@ -490,4 +629,36 @@ def write_index(tables: dict, workdir: str, out_dir: str) -> str:
   path = os.path.join(out_dir, "README.md")
   with open(path, "w") as f:
     f.write("\n".join(lines) + "\n")
+  write_summary(os.path.join(os.path.dirname(os.path.abspath(out_dir)), "reproduction.md"),
+                claim_totals, row_lines_[-1])
   return path
+
+
+SUMMARY_START, SUMMARY_END = "<!-- summary:start -->", "<!-- summary:end -->"
+
+
+def write_summary(guide: str, claim_totals: dict, rows_total: str) -> None:
+  """Rewrites the block between :data:`SUMMARY_START` and :data:`SUMMARY_END` of ``guide``
+  (the reproduction guide; nothing when it lacks the markers) with how many claims hold and
+  how many rows meet or beat, from the index's counts."""
+  if not os.path.exists(guide):
+    return
+  with open(guide) as f:
+    text = f.read()
+  if SUMMARY_START not in text or SUMMARY_END not in text:
+    return
+  cells = [c.strip() for c in rows_total.strip("|").split("|")]
+  counts = dict(zip(["all", "", "rows", *verdict_lib.CATEGORIES, "stand-in"], cells))
+  claims = ", ".join(f"{n} {status}" for status, n in claim_totals.items())
+  block = (f"{SUMMARY_START}\n**Where the papers stand** (generated from the records by "
+           "`python -m experiments.reproduce all --report-only`): of the papers' "
+           f"{sum(claim_totals.values())} claims about their tables, {claims}; of their "
+           f"{counts['rows']} rows, {counts[verdict_lib.MEETS]} meet and "
+           f"{counts[verdict_lib.BEATS]} beat the paper, {counts[verdict_lib.MISSES]} miss, "
+           f"{counts[verdict_lib.UNEXPLAINED]} are unexplained, {counts[verdict_lib.PARTIAL]} "
+           f"are partial, {counts[verdict_lib.AT_FLOOR]} are at floor and "
+           f"{counts[verdict_lib.NOT_RUN]} have not run ([the index](reproduction/README.md))."
+           f"\n{SUMMARY_END}")
+  head, rest = text.split(SUMMARY_START, 1)
+  with open(guide, "w") as f:
+    f.write(head + block + rest.split(SUMMARY_END, 1)[1])

@@ -69,9 +69,11 @@ class Row:
       the preset should already be right, overrides are for the table-specific
       settings a preset cannot know (sequence length of this column, ...).
     paper_params: the parameter count the paper gives (text as printed: ``'11k'``).
-    steps: the paper's full training budget in optimiser steps, when it can be derived.
+    steps: the full training budget in optimiser steps: the paper's, or where the paper
+      gives none, the preset's (the row's note or its table's docstring says which); every
+      row with a config states it, and a run of fewer steps is ``partial``.
     run_steps: the steps run here when smaller than ``steps`` (a reduced budget; the
-      table then states the fraction), None to run ``steps`` (or the preset's own).
+      page states the fraction and the verdict is ``partial``), None to run ``steps``.
     seeds: how many seeds to run here (mean +- std over them).
     blocker: why this row cannot run here (``'no data: TIMIT is licensed (LDC)'``,
       ``'budget: a GPU row (50 epochs at batch 128)'``); None when it runs. A row blocked
@@ -81,7 +83,10 @@ class Row:
       states settings, never measured results (those are run notes stored beside the
       records, :mod:`experiments.reproduce.archive`).
     differs: which setting differs from the paper's, for a row whose loss is more than 10x
-      better than the paper's (the page flags such a row without it).
+      better than the paper's (shown on the page; it explains nothing by itself).
+    explained_by: ``'<table>/<row>'`` of a recorded row that shows the setting explaining a
+      loss more than 10x better than the paper's (e.g. the same model at the paper's
+      setting); without a record of it such a row is ``unexplained``.
     analytic: for a cell that is a computed quantity rather than a training run, the name
       of the function of :mod:`experiments.reproduce.analytic` that computes its metrics
       (called with ``analytic_args``); ``config`` is then None.
@@ -110,6 +115,7 @@ class Row:
   blocker: Optional[str] = None
   note: str = ""
   differs: str = ""
+  explained_by: str = ""
   analytic: Optional[str] = None
   analytic_args: dict = dataclasses.field(default_factory=dict)
   runs_of: Optional[str] = None
@@ -126,6 +132,12 @@ class Row:
       raise ValueError(f"Row {self.id!r}: unknown metric(s) {unknown}; allowed {METRICS}.")
     if self.config is None and self.blocker is None and self.analytic is None:
       raise ValueError(f"Row {self.id!r}: a row without a config needs a blocker.")
+    if self.config is not None and self.analytic is None and not self.steps:
+      raise ValueError(f"Row {self.id!r}: a row with a config states its full budget "
+                       "(steps: the paper's, or the preset's where the paper gives none).")
+    if self.explained_by and self.explained_by.count("/") != 1:
+      raise ValueError(f"Row {self.id!r}: explained_by must be '<table>/<row>'; got "
+                       f"{self.explained_by!r}.")
     if self.seeds < 1:
       raise ValueError(f"Row {self.id!r}: seeds must be >= 1; got {self.seeds}.")
     for field in ("note", "blocker", "differs"):
@@ -144,7 +156,8 @@ class Row:
 class Table:
   """A table of a paper: ``paper`` (slug: ``'lvf'``, ``'ncgru'``, ``'nnrnn'``,
   ``'antisymmetric'``), ``number`` (``'4'``), ``caption`` (the paper's, shortened),
-  ``citation`` (author year, arXiv id) and its rows.
+  ``citation`` (author year, arXiv id), its rows and the ``claims`` its paper makes about
+  them (:class:`experiments.reproduce.claims.Claim`).
 
   A table of this repository's own study (``study``: its id, e.g. ``'long-memory-copy'``)
   has no paper: ``paper`` names the study, ``number`` is empty, ``citation`` says what it
@@ -158,6 +171,7 @@ class Table:
   citation: str
   rows: tuple
   study: str = ""
+  claims: tuple = ()
 
   @property
   def id(self) -> str:
@@ -199,6 +213,8 @@ def tables(studies: bool = False) -> dict[str, Table]:
       ids = [r.id for r in t.rows]
       if len(ids) != len(set(ids)):
         raise ValueError(f"table {t.id}: duplicate row ids")
+      for claim in t.claims:
+        claim.check(t)
       out[t.id] = t
   return dict(sorted(out.items()))
 

@@ -19,50 +19,24 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime
 import json
 import math
 import os
-import platform
 import shlex
-import subprocess
 import time
 from typing import Iterator, Optional
 
 from experiments.reproduce import archive as archive_lib
 from experiments.reproduce import rows as rows_lib
+from experiments.reproduce import floors as floors_lib
 from experiments.reproduce import verdict as verdict_lib
+from experiments.reproduce.presets import load_config, preset_config, task_name  # noqa: F401
+from experiments.reproduce.provenance import (  # noqa: F401
+    ROOT, git_commit, machine, started_at_commit, usable_cores, utc_now)
 from experiments.reproduce.rows import Row, Table
-from lvf_jax.train.config import set_field
 from lvf_jax.train.reporting import MetricWriter
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULT = "result.json"
 BASE_SEED = 5544
-
-
-def load_config(spec: str):
-  """The config of ``'<file>.py:<preset>'`` under ``configs/``."""
-  import importlib.util  # pylint: disable=g-import-not-at-top
-  if ":" not in spec:
-    raise ValueError(f"config spec must be '<file>.py:<preset>'; got {spec!r}.")
-  file, preset = spec.split(":", 1)
-  path = os.path.join(ROOT, "configs", file)
-  if not os.path.exists(path):
-    raise ValueError(f"config spec {spec!r}: no file {path}.")
-  module = importlib.util.module_from_spec(
-      importlib.util.spec_from_file_location(f"configs_{file[:-3]}", path))
-  module.__spec__.loader.exec_module(module)
-  return module.get_config(preset)
-
-
-def preset_config(row: Row):
-  """The config of ``row``'s preset with its overrides: the model, task and budget as the
-  row's table states them, before a run's seed and step count."""
-  c = load_config(row.config)
-  for key, value in row.overrides.items():
-    set_field(c, key, value)
-  return c
 
 
 def row_config(row: Row, *, seed: int = 0, steps: Optional[int] = None, smoke: bool = False):
@@ -73,9 +47,7 @@ def row_config(row: Row, *, seed: int = 0, steps: Optional[int] = None, smoke: b
   """
   if row.config is None:
     raise ValueError(f"row {row.id!r} has no config: {row.blocker}")
-  c = load_config(row.config)
-  for key, value in row.overrides.items():
-    set_field(c, key, value)
+  c = preset_config(row)
   c.train.seed = BASE_SEED + int(seed)
   budget = steps or row.run_steps or row.steps
   if budget:
@@ -133,66 +105,6 @@ def command(table: Table, row: Row, *, steps: Optional[int] = None,
   if seeds and seeds != row.seeds:
     parts += ["--seeds", str(seeds)]
   return " ".join(shlex.quote(p) for p in parts)
-
-
-_STARTED_AT_COMMIT: list = []
-
-
-def started_at_commit() -> str:
-  """:func:`git_commit` when this process first asked: the code a long-running process
-  trains with is the code it imported, not the work tree's when a run ends."""
-  if not _STARTED_AT_COMMIT:
-    _STARTED_AT_COMMIT.append(git_commit())
-  return _STARTED_AT_COMMIT[0]
-
-
-def git_commit() -> str:
-  """``HEAD``'s short hash, with ``+dirty`` when the work tree has uncommitted changes;
-  ``$LVF_JAX_COMMIT`` where set (a copy of the tree without its git history, e.g. on a
-  remote machine)."""
-  if os.environ.get("LVF_JAX_COMMIT"):
-    return os.environ["LVF_JAX_COMMIT"]
-  try:
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
-                          capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                           check=True, capture_output=True, text=True).stdout.strip()
-  except (OSError, subprocess.CalledProcessError):
-    return "unknown"
-  return head + ("+dirty" if dirty else "")
-
-
-def usable_cores() -> int:
-  """The number of CPU cores this process may run on: its affinity mask where the platform
-  has one (a run pinned with ``taskset -c 0`` gets 1), else the machine's core count."""
-  try:
-    return len(os.sched_getaffinity(0))
-  except (AttributeError, OSError):
-    return os.cpu_count() or 1
-
-
-def utc_now() -> str:
-  """The current time as the records write it (``'YYYY-MM-DD HH:MM UTC'``, sortable)."""
-  return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def machine() -> str:
-  """The CPU model and the cores the run may use (or the JAX accelerator), for the tables."""
-  import jax  # pylint: disable=g-import-not-at-top
-  dev = jax.devices()[0]
-  if dev.platform != "cpu":
-    return f"{dev.device_kind} ({dev.platform})"
-  model = platform.processor() or platform.machine()
-  try:
-    with open("/proc/cpuinfo") as f:
-      for line in f:
-        if line.startswith("model name"):
-          model = line.split(":", 1)[1].strip()
-          break
-  except OSError:
-    pass
-  cores = usable_cores()
-  return f"{model}, {cores} core{'s' if cores != 1 else ''}"
 
 
 def _records(workdir: str) -> list[dict]:
@@ -514,17 +426,32 @@ def _run_curve(run_dir: str, split: str) -> list:
   return [[r["step"], r["loss"]] for r in _records(run_dir) if r["split"] == split]
 
 
-def budget_of(row: Row, records: list) -> Optional[int]:
-  """The steps of the row's full budget: the paper's where known, else the config's (as
-  recorded, or from the row's config)."""
+def budget_of(row: Row) -> Optional[int]:
+  """The steps of the row's full budget (``Row.steps``: the paper's, or the preset's where
+  the paper gives none); None for a computed row. Never the run's own."""
+  return None if row.analytic else int(row.steps)
+
+
+def explanation_recorded(row: Row, pages_dir: Optional[str] = None) -> bool:
+  """Whether ``row.explained_by`` names a row with a record in the committed archive of
+  ``pages_dir`` (default ``docs/reproduction``)."""
+  if not row.explained_by:
+    return False
+  table_id, row_id = row.explained_by.split("/")
+  store = archive_lib.load(archive_lib.path_for(
+      pages_dir or os.path.join(ROOT, "docs", "reproduction"), table_id))
+  seeds = store.get("rows", {}).get(row_id, {}).get("seeds", {})
+  return any(not r.get("smoke") for r in seeds.values())
+
+
+def complete(row: Row, records: list) -> bool:
+  """Whether ``records`` cover ``row``'s full budget: every seed it plans, each at its full
+  steps (a computed row: one record)."""
+  records = [r for r in records if not r.get("smoke")]
   if row.analytic:
-    return None
-  if row.steps:
-    return int(row.steps)
-  recorded = [r.get("budget_steps") for r in records if r.get("budget_steps")]
-  if recorded:
-    return int(recorded[0])
-  return int(preset_config(row).train.steps) if row.config else None
+    return bool(records)
+  return len(records) >= row.seeds and all(
+      int(r.get("steps") or 0) >= budget_of(row) for r in records)
 
 
 #: The metrics by which a row without paper values (a stand-in, or a study's row) is held
@@ -536,10 +463,9 @@ def row_floors(row: Row, records: list, stored_floors: Optional[dict] = None) ->
   """``{metric: (value, what)}``: the floors of the metrics ``row`` is judged by, its paper
   values' or, without them, :data:`STAND_IN_JUDGED`
   (:func:`experiments.reproduce.floors.of_row`)."""
-  from experiments.reproduce import floors  # pylint: disable=g-import-not-at-top
   if not row.paper and row.config is not None:
     row = dataclasses.replace(row, paper=dict.fromkeys(STAND_IN_JUDGED, math.nan))
-  return floors.of_row(row, records, stored_floors)
+  return floors_lib.of_row(row, records, stored_floors)
 
 
 def judge_row(row: Row, records: list, stored_floors: Optional[dict] = None
@@ -551,9 +477,9 @@ def judge_row(row: Row, records: list, stored_floors: Optional[dict] = None
   row_floor = row_floors(row, records, stored_floors)
   if not row.paper:
     return _stand_in_verdict(records, row_floor)
-  return verdict_lib.judge(row.paper, records, floors=row_floor,
-                           budget=budget_of(row, records), seeds=row.seeds,
-                           differs=row.differs)
+  return verdict_lib.judge(row.paper, records, floors=row_floor, budget=budget_of(row),
+                           seeds=row.seeds, task=task_name(row),
+                           explained=explanation_recorded(row))
 
 
 def _stand_in_verdict(records: list, row_floor: dict) -> verdict_lib.Verdict:

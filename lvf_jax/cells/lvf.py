@@ -16,6 +16,9 @@ from lvf_jax import regularization
 
 Array = jax.Array
 
+#: Values of ``LVFRNNCell.parametrization``.
+PARAMETRIZATIONS = ("natural", "paper")
+
 
 class LVFRNNCell(base.KernelCell):
   r"""lvfRNN cell, eq (6): ``h_t = sigma(C_V h_{t-1} + U x_t + b)``.
@@ -31,8 +34,33 @@ class LVFRNNCell(base.KernelCell):
   The parameter ``vector_field`` is a full ``n x n`` matrix, but ``D_V`` depends on it only
   through ``V^T - V`` (its diagonal is ignored and receives zero gradient): the model has
   ``n (n - 1) / 2`` degrees of freedom, ``dim VF_n`` of Sec. 4.2 (``count_params(...,
-  effective=True)`` counts it so). It is initialised doubly-stochastic (Alg. 2), hence
-  divergence-free.
+  effective=True)`` counts it so).
+
+  Parametrisation (``parametrization``). The default, ``'natural'``, stores the field as its
+  divergence-free part and its divergence, each at the scale of one optimiser step: ``V =
+  P(W) + G(a)`` (:func:`lvf_jax.geometry.with_divergence`, eqs. 7-8), ``W`` the parameter
+  ``vector_field`` (only its divergence-free projection ``P(W)`` counts) and ``a`` the
+  parameter ``vector_field_divergence``, ``div V = a - mean(a)``. A step that moves every
+  stored entry by at most ``lr`` (Adam) moves each ``(div V)_i`` by at most ``2 lr``;
+  ``D_V = R_V - diag(div V)`` (eq. 9) has its symmetric part ``-diag(div V)``, so by
+  Bendixson's theorem the real parts of its eigenvalues stay in ``[-max div V, -min div V]``
+  and the moduli of ``C_V``'s eigenvalues move off the unit circle by ``O(tau lr)`` a step,
+  whatever ``n``; the divergence-free part turns ``C_V`` within the orthogonal group (the
+  ``'exp'`` and ``'midpoint'`` maps of a skew ``R_V`` are orthogonal), as an expRNN's skew
+  parameter does. With ``'paper'``, ``vector_field`` is ``V`` itself (eq. 8): one such step
+  moves ``(div V)_i``, a sum of ``2 (n - 1)`` entries, by up to ``2 (n - 1) lr``, so a single
+  learning rate that suits the other weights sends ``C_V`` far off the unit circle at large
+  ``n``; the presets that reproduce the paper's rows name ``'paper'`` and set the field's
+  rates (``lr_vector_field``, ``lr_divergence``) by hand.
+
+  Defaults. The paper's lvfRNN starts from Alg. 2's doubly-stochastic field, whose
+  ``R_V`` is small: ``C_V`` starts close to ``I`` for every integrator, and a transition
+  that close to the identity learns slowly, as a tanh RNN started at ``I`` does. Under
+  ``'natural'`` the default ``W`` is :func:`lvf_jax.geometry.rotation_field` of a Haar
+  skew draw ``A`` (``W^T - W = A``) and ``a`` starts at zero, so ``D_V`` is the skew
+  rotation of ``P(W)`` and the default map ``'exp'`` at ``tau = 1`` makes ``C_V`` orthogonal
+  with eigen-angles spread over the circle, as the expRNN's ``'random'`` initialisation;
+  ``'paper'`` keeps Alg. 2.
 
   Divergence control (Sec. 4.3): ``div_penalty = lambda > 0`` sows the soft penalty
   ``lambda ||div V||^2`` into the ``'losses'`` collection under the name ``'div_penalty'``
@@ -43,12 +71,13 @@ class LVFRNNCell(base.KernelCell):
 
   Attributes:
     features: hidden size ``n`` (``kappa`` in the paper), ``n >= 2``.
-    integrator: ``'euler'`` | ``'midpoint'`` | ``'exp'``.
+    integrator: ``'exp'`` (default) | ``'midpoint'`` | ``'euler'``.
     tau: time step ``tau > 0`` (Table 5: 15 copy, 1 JSB, 3 MuseData, 5 PTB, 2 TIMIT).
     activation: ``'modrelu'`` (copy task) | ``'tanh'`` (all other tasks).
     div_penalty: ``lambda >= 0`` of the soft divergence penalty.
     divergence_free: hard divergence-free mode.
-    vector_field_init: initialiser of ``V`` (default Alg. 2, doubly stochastic).
+    vector_field_init: initialiser of ``vector_field`` (default: under ``'paper'`` Alg. 2,
+      doubly stochastic; under ``'natural'`` :func:`lvf_jax.geometry.rotation_field`).
     kernel_init: initialiser of the input kernel ``U`` (row form ``(m, n)``).
     bias_init: initialiser of ``b`` (default: ``U(+-0.01)`` for modReLU, zeros for tanh).
     center_input_init: start ``U`` with every input's mean over the hidden units removed
@@ -67,10 +96,15 @@ class LVFRNNCell(base.KernelCell):
       per entry then moves each ``(div V)_i`` by about ``lr``, where a step on ``V`` itself
       moves it by up to ``2 (n - 1) lr`` (eq. 8 sums ``2 (n - 1)`` entries);
       :func:`lvf_jax.optim.make_optimizer` trains the divergence at its own rate
-      (``lr_divergence``, label ``'divergence'``). Not with ``divergence_free``.
+      (``lr_divergence``, label ``'divergence'``). Not with ``divergence_free``. With
+      ``parametrization='natural'`` the divergence is always its own parameter.
+    parametrization: ``'natural'`` (default: the divergence-free part and the divergence
+      stored apart, one step moves ``C_V`` off the unit circle by ``O(tau lr)`` at every
+      ``n``) | ``'paper'`` (``V`` stored as is, eq. 8; the presets that reproduce the
+      paper's rows).
   """
 
-  integrator: str = "euler"
+  integrator: str = "exp"
   tau: float = 1.0
   activation: str = "tanh"
   div_penalty: float = 0.0
@@ -81,6 +115,7 @@ class LVFRNNCell(base.KernelCell):
   center_input_init: bool = False
   input_init_scale: float = 1.0
   separate_divergence: bool = False
+  parametrization: str = "natural"
 
   def setup(self):
     name = type(self).__name__
@@ -89,9 +124,11 @@ class LVFRNNCell(base.KernelCell):
     _validation.check_positive_number(name, "tau", self.tau)
     _validation.check_choice(name, "activation", self.activation, base.ACTIVATIONS)
     _validation.check_nonnegative_number(name, "div_penalty", self.div_penalty)
-    v_init = self.vector_field_init or geometry.doubly_stochastic()
+    _validation.check_choice(name, "parametrization", self.parametrization, PARAMETRIZATIONS)
+    v_init = self.vector_field_init or (geometry.rotation_field() if self.parametrization
+                                        == "natural" else geometry.doubly_stochastic())
     self.vector_field = self.param("vector_field", v_init, (n, n), self.param_dtype)
-    if self.separate_divergence:
+    if self._divergence_apart():
       if self.divergence_free:
         raise ValueError(f"{name}: 'separate_divergence' and 'divergence_free' exclude each "
                          "other (the divergence would be projected away); got both True.")
@@ -107,11 +144,17 @@ class LVFRNNCell(base.KernelCell):
     self.input = base.InputProjection(n, use_bias=False, kernel_init=kernel_init,
                                       param_dtype=self.param_dtype, owner=name)
 
+  def _divergence_apart(self) -> bool:
+    """Whether the divergence is its own parameter ``vector_field_divergence``."""
+    return self.separate_divergence or (self.parametrization == "natural"
+                                        and not self.divergence_free)
+
   def field(self) -> Array:
-    """The effective vector field (projected when ``divergence_free``; the divergence-free
-    part of ``vector_field`` with the divergence parameter when ``separate_divergence``)."""
+    """The effective vector field ``V``: ``vector_field``, projected when
+    ``divergence_free``; its divergence-free part with the divergence parameter when the
+    divergence is stored apart."""
     v = self.vector_field
-    if self.separate_divergence:
+    if self._divergence_apart():
       return geometry.with_divergence(v, self.divergence)
     return geometry.project_divergence_free(v) if self.divergence_free else v
 

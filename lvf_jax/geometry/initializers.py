@@ -8,7 +8,7 @@ return the full ``(n, n)`` skew-symmetric matrix (column convention).
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Optional
 
 import jax
 import jax.numpy as jnp
@@ -133,19 +133,21 @@ def orthogonal_log(q: Array) -> Array:
   """Real skew logarithm of a special orthogonal ``Q`` (principal branch).
 
   ``S = (Q + Q^T)/2`` and ``K = (Q - Q^T)/2`` commute; on each invariant plane
-  ``S = cos(t) I`` and ``K = sin(t) J``, so ``log Q = K g(S)`` with ``g(c) = t / sin t``,
-  ``t = arccos c``, evaluated through ``eigh(S)``. Exact up to rounding away from
-  eigen-angles at ``+-pi`` (probability zero for Haar samples).
+  ``S = cos(t) I`` and ``K = sin(t) J``, so ``log Q = K g(S)`` with ``g = t / sin t``,
+  evaluated through ``eigh(S)``. ``sin t`` is read off ``K`` itself (``||K z|| = sin t`` for
+  an eigenvector ``z`` of ``S``) and ``t = atan2(sin t, cos t)``, so ``K z g`` has the norm
+  ``t`` however close an eigen-angle is to ``+-pi`` (where ``1 - cos^2 t`` rounds to zero
+  while ``K`` keeps its rounding error). Exact up to rounding away from eigen-angles at
+  ``+-pi``, where the logarithm is not unique.
   """
   _validation.check_matrix("orthogonal_log", "q", q, batched=False)
   s = (q + q.T) / 2
   k = (q - q.T) / 2
   c, z = jnp.linalg.eigh(s)
-  c = jnp.clip(c, -1.0, 1.0)
-  t = jnp.arccos(c)
-  sin_t = jnp.sqrt(jnp.maximum(1 - c * c, 0))
+  sin_t = jnp.sqrt(jnp.sum(jnp.square(k @ z), axis=0))
+  t = jnp.arctan2(sin_t, c)
   small = t < 1e-3
-  g = jnp.where(small, 1 + t * t / 6, t / jnp.where(small, 1, jnp.maximum(sin_t, 1e-30)))
+  g = jnp.where(small, 1 + t * t / 6, t / jnp.where(small | (sin_t == 0), 1, sin_t))
   log_q = k @ ((z * g[None, :]) @ z.T)
   return (log_q - log_q.T) / 2
 
@@ -206,6 +208,22 @@ def doubly_stochastic(tol: float = 1e-8, max_iter: int = 1000) -> Initializer:
     cdt = _compute_dtype(dtype)
     m = jax.random.uniform(key, (n, n), cdt) * (1 - jnp.eye(n, dtype=cdt))
     return sinkhorn(m, tol, max_iter).astype(dtype)
+
+  return init
+
+
+def rotation_field(skew_init: Optional[Initializer] = None) -> Initializer:
+  """A vector field ``V = -A / 2`` whose rotation ``R_V = V^T - V`` (lvfRNN eq. 9) is the
+  skew draw ``A`` of ``skew_init`` (default :func:`haar_skew`): with ``div V = 0`` the
+  operator ``D_V`` is ``A``, and the exponential map at ``tau = 1`` gives ``C_V =
+  expm(-A)``, Haar on SO(n) for the default, eigen-angles spread over the circle as an
+  expRNN's ``expm(A)`` (Lezcano-Casado & Martinez-Rubio 2019, arXiv:1901.08428)."""
+  skew_init = skew_init or haar_skew()
+
+  def init(key, shape, dtype=jnp.float32):
+    _validation.check_init_shape("rotation_field", shape)
+    a = skew_init(key, shape, dtype)
+    return (-a / 2).astype(dtype)
 
   return init
 

@@ -60,8 +60,11 @@ def card(name: str) -> dict[str, Any]:
 
 
 def _read_config(path: str) -> ml_collections.ConfigDict:
+  """A stored config, with the values of the cell options it predates whose default changed
+  (:func:`lvf_jax.train.config.with_predated_values`)."""
+  from lvf_jax.train import config as config_lib  # pylint: disable=g-import-not-at-top
   with open(path) as f:
-    return ml_collections.ConfigDict(json.load(f))
+    return config_lib.with_predated_values(ml_collections.ConfigDict(json.load(f)))
 
 
 def config(name: str) -> ml_collections.ConfigDict:

@@ -1,0 +1,107 @@
+"""Tests of experiments/music_protocol.py: its averages and floors against plain NumPy."""
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+from experiments import music_protocol as mp
+
+
+def _rolls(seed, lengths, density=0.1):
+  rng = np.random.default_rng(seed)
+  return [(rng.random((n, 88)) < density).astype(np.uint8) for n in lengths]
+
+
+def _nll(p, y):
+  """Per-frame NLL by an explicit loop over keys, independent of the script's vectorised one."""
+  out = []
+  for t in range(y.shape[0]):
+    total = 0.0
+    for k in range(88):
+      q = min(max(float(p[t][k]), mp.EPS), 1 - mp.EPS)
+      total -= math.log(q) if y[t, k] else math.log(1 - q)
+    out.append(total)
+  return np.array(out)
+
+
+def _reference_markov(train, pieces):
+  on_on, off_on = np.zeros(88), np.zeros(88)
+  for k in range(88):
+    prev = np.concatenate([r[:-1, k] for r in train]).astype(int)
+    nxt = np.concatenate([r[1:, k] for r in train]).astype(int)
+    on_on[k] = (np.sum((prev == 1) & (nxt == 1)) + 1) / (np.sum(prev == 1) + 2)
+    off_on[k] = (np.sum((prev == 0) & (nxt == 1)) + 1) / (np.sum(prev == 0) + 2)
+  return [_nll(np.where(r[:-1] == 1, on_on, off_on), r[1:]) for r in pieces]
+
+
+def _reference_averages(per_piece):
+  flat = [v for piece in per_piece for v in piece]
+  return (sum(flat) / len(flat), float(np.mean([np.mean(p) for p in per_piece])),
+          float(np.mean([np.sum(p) for p in per_piece])))
+
+
+def test_averages_against_numpy():
+  pieces = [np.array([1.0, 2.0, 3.0]), np.array([10.0])]
+  a = mp.averages(pieces)
+  assert a["frame_weighted"] == pytest.approx(16.0 / 4)
+  assert a["per_piece"] == pytest.approx((2.0 + 10.0) / 2)
+  assert a["summed_per_piece"] == pytest.approx((6.0 + 10.0) / 2)
+
+
+@pytest.mark.parametrize("floor", ["bernoulli", "markov"])
+def test_floors_under_both_averages(floor):
+  train = _rolls(0, [12, 30, 7])
+  test = _rolls(1, [5, 40, 9, 2], density=0.15)
+  if floor == "bernoulli":
+    p = np.concatenate([r[1:] for r in train]).mean(axis=0)
+    ref = [_nll(np.tile(p, (len(r) - 1, 1)), r[1:]) for r in test]
+    got = mp.bernoulli_frame_nll(train, test)
+  else:
+    ref = _reference_markov(train, test)
+    got = mp.markov_frame_nll(train, test)
+  for g, r in zip(got, ref):
+    np.testing.assert_allclose(g, r, rtol=1e-10)  # float64 sums of <= 88 x 40 terms: 1e-13
+  fw, pp, summed = _reference_averages(ref)
+  a = mp.averages(got)
+  assert a["frame_weighted"] == pytest.approx(fw, rel=1e-10)
+  assert a["per_piece"] == pytest.approx(pp, rel=1e-10)
+  assert a["summed_per_piece"] == pytest.approx(summed, rel=1e-10)
+  assert a["frame_weighted"] != pytest.approx(a["per_piece"], rel=1e-6)
+
+
+def test_split_stats_counts():
+  rolls = _rolls(2, [3, 6])
+  rolls[0][1] = rolls[0][0]
+  rolls[1][3] = 0
+  s = mp.split_stats(rolls)
+  assert (s["pieces"], s["frames"], s["predicted_frames"]) == (2, 9, 7)
+  assert s["notes_per_frame"] == pytest.approx(np.concatenate(rolls).sum() / 9)
+  repeats = sum(int((r[t] == r[t - 1]).all()) for r in rolls for t in range(1, len(r)))
+  assert s["repeated_frame_share"] == pytest.approx(repeats / 7)
+  assert s["longest_tenth_frame_share"] == pytest.approx(5 / 7)
+
+
+def test_page_renders_from_stored_records():
+  if not os.path.exists(mp.RESULTS):
+    pytest.skip("no stored records")
+  value = mp.load()
+  value["rows"] = mp.t3_rows()
+  page = mp.render(value)
+  assert "## Conclusion" in page and "| musedata | test | markov |" in page
+
+
+def test_real_data_floor_matches_harness():
+  data_dir = os.environ.get("LVF_JAX_DATA_DIR", "")
+  if not data_dir or not os.path.isdir(os.path.join(data_dir, "polyphonic")):
+    pytest.skip("no music data (set LVF_JAX_DATA_DIR)")
+  from experiments.reproduce import floors  # pylint: disable=g-import-not-at-top
+  from lvf_jax.data import readers  # pylint: disable=g-import-not-at-top
+  rolls = readers.read_music(readers.music_source_file(data_dir, "jsb"))
+  got = mp.measure_set(rolls)
+  assert got["splits"]["train"]["pieces"] == 229
+  assert got["floors"]["test"]["markov"]["frame_weighted"] == pytest.approx(
+      floors.markov_nll(rolls["train"], rolls["test"]), rel=1e-9)
+  assert got["floors"]["test"]["bernoulli"]["frame_weighted"] == pytest.approx(
+      floors.bernoulli_nll(rolls["train"], rolls["test"]), rel=1e-9)

@@ -1,0 +1,266 @@
+"""The verdict rules of the reproduction harness and the papers' claims
+(experiments/reproduce/verdict.py, claims.py): tolerances a table can resolve, a seed spread
+that cannot widen them without limit, budgets from the papers, no flattering edge, and claims
+judged as comparisons between rows."""
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+from experiments.reproduce import archive, claims, pages, rows, runner
+from experiments.reproduce import verdict as verdict_lib
+from experiments.reproduce.claims import Claim, Side
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PAGES = os.path.join(ROOT, "docs", "reproduction")
+
+
+def _records(values, metric="test_loss", steps=100):
+  return [{"metrics": {metric: v}, "steps": steps} for v in values]
+
+
+def _judge(paper, values, metric=None, **kw):
+  metric = metric or next(iter(paper))
+  return verdict_lib.judge(paper, _records(values, metric), budget=100, **kw)
+
+
+def test_a_wide_seed_spread_does_not_make_a_row_meet():
+  """The issue's synthetic cases: a seed far off no longer widens the tolerance past twice
+  the kind's own, and seeds beyond the plan are judged like the rest."""
+  acc = _judge({"test_accuracy": 95.0}, [80.0, 99.0, 99.9], seeds=3)
+  assert acc.category == "misses" and acc.seeds == "2 of 3 seeds within the tolerance or better"
+  loss = _judge({"test_loss": 0.02}, [0.02, 0.021, 0.019, 0.5, 0.5], seeds=3)
+  assert loss.category == "misses" and loss.seeds.startswith("3 of 5 seeds")
+
+
+def test_the_seeds_spread_widens_the_tolerance_at_most_twice():
+  own = verdict_lib.relative_tolerance("test_loss", 8.36, verdict_lib.LOG_LIKELIHOOD)
+  assert own == pytest.approx(0.015 * 8.36)
+  wide = [7.0, 8.36, 9.7]
+  assert verdict_lib.tolerance("test_loss", wide, 8.36, verdict_lib.LOG_LIKELIHOOD) == \
+      pytest.approx(verdict_lib.SPREAD_CAP * own)
+  tight = [8.36, 8.36 + 1e-6]
+  assert verdict_lib.tolerance("test_loss", tight, 8.36, verdict_lib.LOG_LIKELIHOOD) == \
+      pytest.approx(own)
+  v = np.asarray([8.2, 8.4, 8.6])  # two standard errors between the two bounds
+  se2 = 2 * v.std(ddof=1) / math.sqrt(3)
+  assert own < se2 < 2 * own
+  assert verdict_lib.tolerance("test_loss", v, 8.36, verdict_lib.LOG_LIKELIHOOD) == \
+      pytest.approx(se2)
+
+
+def test_one_seed_worse_by_more_than_twice_the_tolerance_makes_the_row_miss():
+  # the mean is within the widened tolerance, the worst seed is not within twice it
+  paper = 10.0
+  values = [9.6, 9.6, 10.8]
+  kind = verdict_lib.LOG_LIKELIHOOD
+  tol = verdict_lib.tolerance("test_loss", values, paper, kind)
+  assert abs(np.mean(values) - paper) <= tol < (10.8 - paper) / verdict_lib.WORST_SEED
+  assert verdict_lib.compare("test_loss", values, paper, kind) == "misses"
+
+
+def test_log_likelihoods_are_judged_within_a_tolerance_the_table_resolves():
+  """An RNN at 8.77 does not meet the lvfRNN's 8.36 on JSB; 1.50 BPC does not meet 1.43; a
+  perplexity is compared through its logarithm."""
+  assert _judge({"test_loss": 8.36}, [8.77], task="jsb").category == "misses"
+  assert _judge({"test_loss": 8.36}, [8.40], task="jsb").category == "meets"
+  assert _judge({"test_bpc": 1.43}, [1.50]).category == "misses"
+  assert _judge({"test_bpc": 1.43}, [1.44]).category == "meets"
+  ppl = verdict_lib.relative_tolerance("test_ppl", 78.93, verdict_lib.LOG_LIKELIHOOD)
+  assert ppl == pytest.approx(0.015 * math.log(78.93))
+  assert _judge({"test_ppl": 78.93}, [78.93 * math.exp(2 * ppl)]).category == "misses"
+  # the lvfRNN paper's JSB column: the best and the next are apart by more than the tolerance
+  assert (8.53 - 8.36) > verdict_lib.relative_tolerance("test_loss", 8.53,
+                                                        verdict_lib.LOG_LIKELIHOOD)
+
+
+def test_each_metric_has_its_kind_and_its_tolerance():
+  kind = verdict_lib.metric_kind
+  assert kind("test_loss", "jsb") == kind("test_bpc") == kind("test_ppl") == "log-likelihood"
+  assert kind("test_loss", "copy") == kind("min_train_loss", "parenthesis") == "printed digits"
+  assert kind("test_accuracy", "mnist") == "accuracy" and kind("fmc_total") == "computed"
+  # an accuracy: a share of the error rate, at least half the printed 0.1 %
+  assert verdict_lib.relative_tolerance("test_accuracy", 95.0, "accuracy") == pytest.approx(0.25)
+  assert verdict_lib.relative_tolerance("test_accuracy", 100.0, "accuracy") == 0.05
+  # a small loss: half a unit of its last printed digit
+  assert verdict_lib.half_unit(2.1e-2) == pytest.approx(5e-4)
+  assert verdict_lib.half_unit(0.149e-3) == pytest.approx(5e-7)
+  assert verdict_lib.half_unit(3e-4) == pytest.approx(5e-5)
+  assert _judge({"test_loss": 2.1e-2}, [0.0214]).category == "meets"
+  assert _judge({"test_loss": 2.1e-2}, [0.0216]).category == "misses"
+  assert set(verdict_lib.TOLERANCES) == {"log-likelihood", "accuracy", "printed digits",
+                                         "computed"}
+
+
+def test_a_far_better_loss_is_unexplained_without_a_record_that_explains_it():
+  """21x better than the paper is its own category unless a recorded run explains it."""
+  paper = {"test_loss": 0.021, "test_accuracy": 95.0}
+  records = [{"metrics": {"test_loss": 0.001, "test_accuracy": 100.0}, "steps": 10}]
+  bare = verdict_lib.judge(paper, records, budget=10)
+  assert bare.category == "unexplained" and "10x in test_loss" in bare.flag
+  assert verdict_lib.judge(paper, records, budget=10, explained=True).category == "beats"
+  three = [{"metrics": {"test_loss": 0.007, "test_accuracy": 100.0}, "steps": 10}]
+  assert verdict_lib.judge(paper, three, budget=10).category == "beats"  # 3x better
+
+
+def test_explained_by_needs_a_recorded_row(tmp_path):
+  row = rows.Row(id="x", task="t", model="m", paper={"test_loss": 1.0}, config="copy.py:lvf",
+                 steps=10, explained_by="lvf-t4/copy-lvf")
+  store = tmp_path / "results"
+  assert not runner.explanation_recorded(row, str(tmp_path))
+  archive.save(str(store / "lvf-t4.json"), {"rows": {"copy-lvf": {"seeds": {"0": {"steps": 1}}}}})
+  assert runner.explanation_recorded(row, str(tmp_path))
+  with pytest.raises(ValueError, match="explained_by"):
+    rows.Row(id="x", task="t", model="m", paper={}, config="copy.py:lvf", steps=10,
+             explained_by="copy-lvf")
+
+
+def test_a_run_within_the_floors_tolerance_is_at_floor_whatever_the_paper():
+  """A run barely better than the floor is at floor when the paper's value is above the
+  floor (worse than a model without memory) and when it is far below."""
+  floor = {"test_loss": (0.0945, "no-memory loss")}
+  barely = 0.0945 * (1 - verdict_lib.FLOOR_REL / 2)
+  for paper in (0.0950, 0.02):
+    got = verdict_lib.judge({"test_loss": paper}, _records([barely]), floors=floor, budget=100)
+    assert got.counted == "at floor", paper
+
+
+def test_every_row_states_its_full_budget_and_runs_under_it_are_partial():
+  for t in rows.tables(studies=True).values():
+    for r in t.rows:
+      if r.config is not None and not r.analytic:
+        assert r.steps and runner.budget_of(r) == r.steps, (t.id, r.id)
+  with pytest.raises(ValueError, match="full budget"):
+    rows.Row(id="x", task="t", model="m", paper={}, config="copy.py:lvf")
+  # NC-GRU Table 5's LSTM and GRU: 4 of the preset's 50 epochs, partial
+  table = rows.get("ncgru-t5")
+  store = archive.load(archive.path_for(PAGES, table.id))
+  for row_id in ("ptbchar-lstm", "ptbchar-gru"):
+    row = table.row(row_id)
+    records = pages.row_results(table, row, "/nonexistent", store)
+    assert records and all(r["steps"] < row.steps for r in records)
+    assert runner.judge_row(row, records).category == "partial"
+    assert f"{records[0]['steps']} of {row.steps} (" in pages.steps_cell(row, records)
+
+
+def _claim(kind="better", better=("a",), than=("b",)):
+  return Claim(text="a < b", quote="a is better.", metric="test_loss", better=better,
+               than=than, kind=kind)
+
+
+def _side(values, complete=True):
+  return Side(tuple(values), complete, "jsb")
+
+
+def test_a_claim_is_supported_contradicted_or_undecided_by_its_rows():
+  sep = verdict_lib.relative_tolerance("test_loss", 8.6, "log-likelihood")
+  judge = claims.judge_claim
+  assert judge(_claim(), {"a": _side([8.3]), "b": _side([8.6])}).status == "supported"
+  assert judge(_claim(), {"a": _side([8.6]), "b": _side([8.3])}).status == "contradicted"
+  close = {"a": _side([8.6 - sep / 2]), "b": _side([8.6])}
+  assert judge(_claim(), close).status == "undecided"
+  partial = judge(_claim(), {"a": _side([8.3]), "b": _side([8.6], complete=False)})
+  assert partial.status == "undecided" and "b partial" in partial.why
+  assert judge(_claim(), {"a": _side([8.3])}).why == "b not run"
+  # seeds far apart: within their spread, undecided
+  spread = {"a": _side([7.8, 8.6, 9.0]), "b": _side([8.6, 8.65])}
+  assert judge(_claim(), spread).status == "undecided"
+  # one contradicted pair contradicts the claim, even when another is undecided
+  three = {"a": _side([8.6]), "b": _side([8.3])}
+  assert judge(_claim(than=("b", "c")), three).status == "contradicted"
+
+
+def test_comparable_and_not_worse_claims():
+  sep = verdict_lib.relative_tolerance("test_loss", 8.6, "log-likelihood")
+  near = {"a": _side([8.6 - sep / 2]), "b": _side([8.6])}
+  far = {"a": _side([8.6 + 3 * sep]), "b": _side([8.6])}
+  assert claims.judge_claim(_claim("comparable"), near).status == "supported"
+  assert claims.judge_claim(_claim("comparable"), far).status == "contradicted"
+  assert claims.judge_claim(_claim("not_worse"), near).status == "supported"
+  assert claims.judge_claim(_claim("not_worse"), far).status == "contradicted"
+
+
+def test_every_claim_names_rows_of_its_table_and_quotes_its_paper():
+  papers = os.path.join(os.path.dirname(ROOT), "shared", "papers")
+  texts = ([open(os.path.join(papers, f)).read() for f in os.listdir(papers)]
+           if os.path.isdir(papers) else [])
+  normalised = [" ".join(t.split()) for t in texts]
+  counted = 0
+  for t in rows.tables().values():
+    for c in t.claims:
+      c.check(t)
+      counted += 1
+      if normalised:  # its opening or closing words stand in a paper (a box may split it)
+        words = c.quote.split()
+        ends = (" ".join(words[:8]), " ".join(words[-8:]))
+        assert any(e in text for e in ends for text in normalised), (t.id, ends)
+  assert counted >= 40
+  bad = Claim(text="x", quote="q", metric="test_loss", better=("nope",), than=("jsb-rnn",))
+  with pytest.raises(ValueError, match="not a row"):
+    bad.check(rows.get("lvf-t3"))
+
+
+def test_every_committed_not_run_row_says_why():
+  for t in rows.tables(studies=True).values():
+    with open(os.path.join(PAGES, f"{t.id}.md")) as f:
+      page = f.read()
+    assert "**not run**" not in page, t.id
+    for line in page.splitlines():
+      if "**not run:" in line:
+        reason = line.split("**not run:", 1)[1]
+        assert reason.strip(" *").split(":")[0].split(" ")[0] in (
+            "no", "budget", "queued"), (t.id, line[:120])
+
+
+def test_converted_records_say_so_on_their_page():
+  table = rows.get("lvf-t3")
+  page = open(os.path.join(PAGES, f"{table.id}.md")).read()
+  store = archive.load(archive.path_for(PAGES, table.id))
+  converted = [(rid, s, r) for rid, e in store["rows"].items() for s, r in e["seeds"].items()
+               if r.get("source")]
+  assert converted
+  for rid, seed, record in converted:
+    assert f"seed {seed}: {record['source']}" in page, rid
+    card = record["source"].split("`")[1] if "zoo card" in record["source"] else None
+    if card:  # a converted record cites a card that exists
+      assert os.path.exists(os.path.join(ROOT, card)), card
+
+
+def test_no_converted_record_cites_a_card_that_is_gone():
+  for t in rows.tables(studies=True).values():
+    store = archive.load(archive.path_for(PAGES, t.id))
+    for rid, entry in store.get("rows", {}).items():
+      for record in entry.get("seeds", {}).values():
+        source = record.get("source") or ""
+        assert "no longer released" not in source, (t.id, rid)
+        if "zoo card" in source:
+          assert os.path.exists(os.path.join(ROOT, source.split("`")[1])), (t.id, rid)
+
+
+def test_the_index_counts_claims_and_the_guide_leads_with_them():
+  index = open(os.path.join(PAGES, "README.md")).read()
+  assert "## The papers' claims" in index and "| all |" in index
+  for kind in verdict_lib.TOLERANCES:
+    assert f"- {kind}:" in index
+  guide = open(os.path.join(ROOT, "docs", "reproduction.md")).read()
+  head = guide.split("\n\n", 2)[1]
+  assert head.startswith("<!-- summary:start -->") and "claims" in head and "rows" in head
+
+
+#: Figures that stood in configs and table notes without a record behind them.
+UNRECORDED = ("1.644 BPC", "8.55 against 8.86", "89.8 %", "2.5x per 150", "(largest 1.008",
+              "tanh units saturate", "4.34 after 50 steps")
+
+
+def test_no_unrecorded_figure_stands_in_configs_or_tables():
+  for folder in ("configs", os.path.join("experiments", "reproduce", "tables")):
+    for name in os.listdir(os.path.join(ROOT, folder)):
+      if name.endswith(".py"):
+        text = open(os.path.join(ROOT, folder, name)).read()
+        for phrase in UNRECORDED:
+          assert phrase not in text, (folder, name, phrase)
+  assert "(measured, `configs/" not in json.dumps(
+      rows.get("lvf-t3").row("jsb-lvf").note)
