@@ -73,7 +73,7 @@ PUBLISHED = {
     "lvf-t3": dict(
         paper="Azencot, Erichson, Ben-Chen, Mahoney 2021 (arXiv:2102.09589)",
         table="Table 3",
-        source="/work/shared/papers/lvf-rnn_differential-geometry-perspective.md",
+        source="the paper, arXiv:2102.09589",
         average="not stated",
         data="JSB and MuseData of Boulanger-Lewandowski et al. (their ref. [55]); version and "
              "split average not stated; Fig. 3 compares models piece by piece",

@@ -106,9 +106,10 @@ def test_cli_runs_dtriv_with_the_base_option_of_exprnn(tmp_path):
 
 
 def test_a_workdir_written_before_the_options_existed_resumes(tmp_path):
-  # a config written before 'parametrization' existed was trained with the paper's field
+  # a config written before 'parametrization' existed (and before 'exp' was the default map)
+  # was trained with the paper's field under Euler's map
   c = config_lib.make_config("copy", {"T": 5}, "lvf", 8,
-                             cell={"tau": 0.5, "parametrization": "paper"},
+                             cell={"tau": 0.5, "parametrization": "paper", "integrator": "euler"},
                              train=dict(steps=2, batch_size=4, eval_every=2, eval_size=8,
                                         progress_bar=False, plot=False, tensorboard=False))
   train.train_and_evaluate(c, str(tmp_path))

@@ -120,8 +120,8 @@ def steps_cell(row: Row, records: list) -> str:
     text += f", the run's budget {' / '.join(str(b) for b in run_budgets)}"
   left = hours_left(row, records)
   if left is not None:
-    text += (f"; about {left:.1f} h of the records' machine left for the full budget "
-             "(a run resumes from its checkpoint)")
+    text += (f"; about {left:.1f} h of the records' machine left for the full budget (a "
+             "run resumes from its checkpoint where its runs directory is kept)")
   best = sorted({r.get("best_validation_step") for r in records} - {None})
   if len(best) == 1:
     text += f", best validation at {best[0]}"

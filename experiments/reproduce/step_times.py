@@ -2,9 +2,10 @@
 
 A row that has not run says why on its page: no data, the budget of a GPU row, or queued;
 the last two with the hours its full budget takes on one CPU core, estimated from a step
-time measured here: the row's own config (seed 0), its jitted train step compiled once, then
-:data:`REPEATS` steps timed, with the machine's load average beside it (other processes
-sharing the cores lengthen a step). ``python -m experiments.reproduce.step_times [tables] [--rows
+time measured here: the row's own config (seed 0), its jitted train step on each of the first
+:data:`REPEATS` batches, compiled for that batch's shape and then timed, the mean over
+them, with the machine's load average beside it (other processes sharing the cores lengthen
+a step). ``python -m experiments.reproduce.step_times [tables] [--rows
 a,b] [--all]`` measures the rows without a record (``--all``: every runnable row) and
 merges them into :data:`PATH`, each with its command, commit, machine and date.
 """
@@ -23,7 +24,7 @@ from experiments.reproduce import presets, provenance, rows
 from experiments.reproduce.rows import Row, Table
 
 PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "step_times.json")
-#: Steps timed after the compiling one.
+#: Batches timed, each after a step that compiles its shape.
 REPEATS = 3
 
 
@@ -43,12 +44,14 @@ def measure(row: Row, repeats: int = REPEATS) -> float:
   def batch(i):
     return pipeline.host_batch(i) if pipeline.host_fed else None
 
-  state = jax.block_until_ready(step(state, batch(0))[0])
-  t0 = time.perf_counter()
-  for i in range(1, repeats + 1):
-    state = step(state, batch(i))[0]
-  jax.block_until_ready(state)
-  return (time.perf_counter() - t0) / repeats
+  seconds = []
+  for i in range(repeats):  # each batch's shape compiled first (host-fed data vary in length)
+    b = batch(i)
+    state = jax.block_until_ready(step(state, b)[0])
+    t0 = time.perf_counter()
+    state = jax.block_until_ready(step(state, b)[0])
+    seconds.append(time.perf_counter() - t0)
+  return sum(seconds) / repeats
 
 
 def load(path: str = PATH) -> dict:
