@@ -24,14 +24,14 @@ and renders ``docs/MUSIC_PROTOCOL.md`` from those records, the harness's Table 3
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import subprocess
 import sys
 from typing import Optional, Sequence
 
 import numpy as np
+
+from experiments.reproduce import provenance as provenance_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "docs", "results", "music_protocol.json")
@@ -263,23 +263,9 @@ def _mean(values: list) -> Optional[float]:
 
 
 def provenance() -> dict:
-  """Command, commit (``git rev-parse --short HEAD``), CPU model and UTC date."""
-  try:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
-                            capture_output=True, text=True).stdout.strip()
-  except (OSError, subprocess.CalledProcessError):
-    commit = "unknown"
-  machine = "unknown"
-  try:
-    with open("/proc/cpuinfo") as f:
-      for line in f:
-        if line.startswith("model name"):
-          machine = line.split(":", 1)[1].strip()
-          break
-  except OSError:
-    pass
-  date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-  return {"command": COMMAND, "commit": commit, "machine": machine, "date": date}
+  """Command, commit, CPU model and UTC date (:mod:`experiments.reproduce.provenance`)."""
+  return {"command": COMMAND, "commit": provenance_lib.git_commit(),
+          "machine": provenance_lib.cpu_model(), "date": provenance_lib.utc_now()}
 
 
 def save(value: dict, path: str = RESULTS) -> None:

@@ -5,6 +5,8 @@ import collections
 import glob
 import os
 
+from test_import_graph import find_cycles
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -87,35 +89,15 @@ def _package_imports(package: str) -> dict:
   return graph
 
 
-def _cycles(graph: dict) -> list:
-  state, cycles = {}, []
-
-  def visit(node, stack):
-    state[node] = 1
-    stack.append(node)
-    for nxt in sorted(graph.get(node, ())):
-      if state.get(nxt) == 1:
-        cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
-      elif nxt not in state:
-        visit(nxt, stack)
-    stack.pop()
-    state[node] = 2
-
-  for node in sorted(graph):
-    if node not in state:
-      visit(node, [])
-  return cycles
-
-
 def test_the_experiments_have_no_import_cycle():
   graph = _package_imports("experiments")
   assert "experiments.reproduce.runner" in graph["experiments.reproduce.pages"]
-  assert not _cycles(graph), _cycles(graph)
+  assert not find_cycles(graph), find_cycles(graph)
 
 
 def test_the_cycle_check_finds_a_cycle():
-  assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a -> b -> c -> a"]
-  assert _cycles({"a": {"b"}, "b": set()}) == []
+  assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a -> b -> c -> a"]
+  assert find_cycles({"a": {"b"}, "b": set()}) == []
 
 
 def _config_files():
