@@ -34,6 +34,7 @@ import optax
 
 from experiments.reproduce import provenance
 from lvf_jax import cells
+from lvf_jax import geometry
 from lvf_jax.tasks.copying import CopyTask
 
 RECORD = os.path.join("docs", "results", "lvf_single_optimizer.json")
@@ -44,13 +45,28 @@ DIGITS = 3  # addition: two 3-digit numbers, a 4-digit sum
 VOCAB = 12  # digits 0-9, '+' (10), the decoder's start symbol (11)
 
 
-def make_cell(model: str, n: int, integrator: str = "", parametrization: str = "natural"):
-  """``'tanh'`` (the tanh RNN) or ``'lvf'`` (the lvfRNN with tanh, tau 1; ``integrator``
-  empty: the cell's default)."""
+def cayley_haar(key, shape, dtype=jnp.float32):
+  """A skew ``D = 2 cayley(Q)``, ``Q`` Haar: the midpoint map at ``tau = 1`` gives ``C = Q``
+  (the Cayley transform is an involution), where the default field gives ``Q`` under
+  ``'exp'``."""
+  q = geometry.expm(geometry.haar_skew()(key, shape, dtype))
+  return 2 * geometry.cayley(q)
+
+
+#: Initial fields of ``make_cell``'s ``init``: ``W = -D / 2`` for the skew ``D`` drawn.
+FIELDS = {"cayley_haar": lambda: geometry.rotation_field(lambda *a: cayley_haar(*a))}
+
+
+def make_cell(model: str, n: int, integrator: str = "", parametrization: str = "natural",
+              tau: float = 1.0, init: str = ""):
+  """``'tanh'`` (the tanh RNN) or ``'lvf'`` (the lvfRNN with tanh; ``integrator`` and
+  ``init`` empty: the cell's defaults, ``init`` else a key of :data:`FIELDS`)."""
   if model == "tanh":
     return cells.TanhRNNCell(n)
   chosen = {"integrator": integrator} if integrator else {}
-  return cells.LVFRNNCell(n, parametrization=parametrization, **chosen)
+  if init:
+    chosen["vector_field_init"] = FIELDS[init]()
+  return cells.LVFRNNCell(n, parametrization=parametrization, tau=tau, **chosen)
 
 
 class Tagger(nn.Module):
@@ -141,29 +157,33 @@ VARIANTS = [dict(model="tanh")] + [
     for p in ("natural", "paper") for i in ("exp", "midpoint", "euler")]
 
 
-def run(tasks, sizes, lrs, steps: int) -> list[dict]:
-  """Every variant on every task, size and learning rate."""
+def run(tasks, sizes, lrs, steps: int, variants=None, seeds=(0,)) -> list[dict]:
+  """Every variant (default :data:`VARIANTS`) on every task, size, learning rate and seed."""
   rows = []
   for task in tasks:
     for n in sizes:
       for lr in lrs:
-        for v in VARIANTS:
-          t0 = time.time()
-          r = train(task, dict(v, n=n), lr, steps)
-          rows.append(dict(task=task, n=n, lr=lr, steps=steps, **v, **r,
-                           seconds=round(time.time() - t0, 1)))
-          print(table([rows[-1]]).splitlines()[-1], flush=True)
+        for v in variants or VARIANTS:
+          for seed in seeds:
+            t0 = time.time()
+            r = train(task, dict(v, n=n), lr, steps, seed=seed)
+            rows.append(dict(task=task, n=n, lr=lr, steps=steps, **v, **r, seed=seed,
+                             seconds=round(time.time() - t0, 1)))
+            print(table([rows[-1]]).splitlines()[-1], flush=True)
   return rows
 
 
 def table(rows: list[dict]) -> str:
   """The record's rows as a Markdown table."""
-  out = ["| task | n | Adam lr | steps | model | parametrisation | integrator | first loss | "
-         "last loss | last accuracy |", "|---|---|---|---|---|---|---|---|---|---|"]
+  out = ["| task | n | Adam lr | steps | seed | model | parametrisation | integrator | tau | "
+         "initial field | first loss | last loss | last accuracy |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
   for r in rows:
-    name = "tanh RNN" if r["model"] == "tanh" else "lvfRNN"
-    out.append(f"| {r['task']} | {r['n']} | {r['lr']:g} | {r['steps']} | {name} | "
-               f"{r.get('parametrization', '—')} | {r.get('integrator', '—')} | "
+    lvf = r["model"] == "lvf"
+    cell = ((r.get("parametrization", "natural"), r.get("integrator", "—"), r.get("tau", 1),
+             r.get("init") or "default") if lvf else ("—",) * 4)
+    out.append(f"| {r['task']} | {r['n']} | {r['lr']:g} | {r['steps']} | {r.get('seed', 0)} | "
+               f"{'lvfRNN' if lvf else 'tanh RNN'} | {' | '.join(map(str, cell))} | "
                f"{r['first_loss']:.3g} | {r['last_loss']:.3g}"
                f"{'' if r['finite'] else ' (non-finite)'} | {r['last_accuracy']:.3f} |")
   return "\n".join(out)
@@ -175,12 +195,15 @@ def main(argv=None):
   p.add_argument("--sizes", nargs="+", type=int, default=[64, 512])
   p.add_argument("--lrs", nargs="+", type=float, default=[1e-3, 3e-3])
   p.add_argument("--steps", type=int, default=300)
+  p.add_argument("--variants", type=json.loads, default=None,
+                  help="JSON list of make_cell arguments without n (default: VARIANTS)")
+  p.add_argument("--seeds", nargs="+", type=int, default=[0])
   p.add_argument("--report-only", action="store_true")
   argv = sys.argv[1:] if argv is None else argv
   args = p.parse_args(argv)
   runs = load()
   if not args.report_only:
-    rows = run(args.tasks, args.sizes, args.lrs, args.steps)
+    rows = run(args.tasks, args.sizes, args.lrs, args.steps, args.variants, args.seeds)
     runs.append({"command": " ".join(["python -m experiments.lvf_single_optimizer", *argv]),
                  "commit": provenance.started_at_commit(), "machine": provenance.machine(),
                  "date": provenance.utc_now(), "rows": rows})

@@ -20,6 +20,7 @@ import sys
 import urllib.parse
 import zlib
 
+import jax
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -146,9 +147,12 @@ def _pages_with_examples() -> list[pathlib.Path]:
 @pytest.mark.parametrize("page", _pages_with_examples(),
                          ids=lambda p: str(p.relative_to(DOCS)))
 def test_page_examples_run(page):
+  """A page's example is a user's script: it runs under JAX's default promotion (optax's
+  Adam mixes its integer step count with floats), not the suite's strict lattice."""
   for block in _python_blocks(page):
     code = compile(block, str(page), "exec", dont_inherit=True)  # not this file's __future__
-    exec(code, {"__name__": "docs_example"})  # noqa: S102
+    with jax.numpy_dtype_promotion("standard"):
+      exec(code, {"__name__": "docs_example"})  # noqa: S102
 
 
 def _browser() -> str | None:

@@ -11,7 +11,9 @@ gives None where the run has neither yet.
   by which a gradient from the last state reaches the first step;
 - ``memory_probe``: what the first layer's last state holds of an adding task's inputs, by
   held-out linear probes (the linear memory capacity of Jaeger 2002 and the target's
-  ``R^2``).
+  ``R^2``);
+- ``field_divergence``: ``||div V||`` of the first layer's lvfRNN field (Azencot et al.
+  2021, arXiv:2102.09589, eq. 8), the field the cell uses.
 """
 
 from __future__ import annotations
@@ -38,11 +40,14 @@ DESCRIPTIONS = {
                      "(the linear memory capacity, at most n for a linear state; Jaeger "
                      "2002), and the R^2 with which the target is read (1: the answer is in "
                      "the state; 0: nothing of it)"),
+    "field_divergence": ("'||div V||' is the Euclidean norm of the divergence (lvfRNN eq. 8) "
+                         "of the first layer's field at the best validation step, the field "
+                         "the cell uses (with its divergence parameter, or projected)"),
 }
 
 #: The column heading of each measurement.
 HEADINGS = {"target_reached": "target reached at", "gradient_reach": "dh_T/dh_1",
-            "memory_probe": "h_T memory"}
+            "memory_probe": "h_T memory", "field_divergence": "||div V||"}
 
 #: Test sequences of :func:`memory_probe` in a smoke run.
 SMOKE_PROBE_BATCH = 16
@@ -91,6 +96,20 @@ def gradient_reach(run_dir: str, *, batch: int = 2, smoke: bool = False) -> Opti
   return float(norms[0] / norms[-1])
 
 
+def field_divergence(run_dir: str, *, smoke: bool = False) -> Optional[float]:
+  """``||div V||`` of the first layer's lvfRNN field at the run's best validation
+  variables (``LVFRNNCell.field``: the divergence parameter or the projection applied)."""
+  del smoke
+  layer = _first_layer(run_dir)
+  if layer is None:
+    return None
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from lvf_jax import geometry  # pylint: disable=g-import-not-at-top
+  cell, params, _ = layer
+  v = cell.apply({"params": params}, method=lambda c: c.field())
+  return float(np.linalg.norm(np.asarray(geometry.divergence(v), np.float64)))
+
+
 def last_states(cell: Any, params: Any, x, chunk: int = 256):
   """The first layer's last state ``h_T`` on inputs ``x`` (batch, T, features), computed
   ``chunk`` sequences at a time without forming the other states."""
@@ -133,7 +152,7 @@ def memory_probe(run_dir: str, *, batch: int = 4096, lags: tuple = (1, 10, 100, 
 
 MEASUREMENTS: dict[str, Callable[..., Any]] = {
     "target_reached": target_reached, "gradient_reach": gradient_reach,
-    "memory_probe": memory_probe}
+    "memory_probe": memory_probe, "field_divergence": field_divergence}
 
 
 def check(names) -> None:

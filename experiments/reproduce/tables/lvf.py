@@ -298,6 +298,41 @@ T4_SWEEP = (
               "whether the field's rate alone gives that preset's accuracy")),
 )
 
+
+#: What ``copy.py:lvf_separate`` changes from Table 5 as printed (``copy.py:lvf_literal``):
+#: ``(key, the change, its overrides on the literal preset, the overrides that undo it on
+#: lvf_separate)``.
+COPY_CHANGES = (
+    ("separate", "the divergence stored apart at Adam 1e-5",
+     {"model.cell.separate_divergence": True, "optim.lr_divergence": 1e-5},
+     {"model.cell.separate_divergence": False}),
+    ("penalty", "the soft penalty lambda = 10 (Sec. 4.3)", {"model.cell.div_penalty": 10.0},
+     {"model.cell.div_penalty": 0.0}),
+    ("lr", "the other weights at Adam 3e-4", {"optim.learning_rate": 3e-4},
+     {"optim.learning_rate": 1e-4}),
+    ("lr-field", "the field at Adam 3e-4", {"optim.lr_vector_field": 3e-4},
+     {"optim.lr_vector_field": 1e-4}),
+    ("cosine", "a cosine decay over the 10,000 steps", {"optim.lr_schedule": "cosine"},
+     {"optim.lr_schedule": "constant"}),
+)
+
+
+def _ablation_row(key: str, change: str, overrides: dict, alone: bool) -> Row:
+  base = "copy.py:lvf_literal" if alone else "copy.py:lvf_separate"
+  what = (f"Table 5 as printed with one change: {change}" if alone else
+          f"`copy.py:lvf_separate` without one change: {change} undone")
+  return Row(id=f"copy-lvf-abl-{'' if alone else 'no-'}{key}", task="copy T=200",
+             model="lvfRNN", paper={"test_loss": 2.1e-2, "test_accuracy": 95.0}, config=base,
+             overrides=overrides, paper_params="11k", steps=10000, seeds=3,
+             diagnostics={"field_divergence": {}},
+             note=f"{what} (`docs/COPY_ABLATION.md`)")
+
+
+# Which of lvf_separate's changes Table 5's model needs: each alone, and the preset without it.
+T4_ABLATION = tuple(_ablation_row(key, change, on, True) for key, change, on, _ in COPY_CHANGES
+                    ) + tuple(_ablation_row(key, change, off, False)
+                              for key, change, _, off in COPY_CHANGES)
+
 TABLES = {
     "t1": Table("lvf", "1", "PTB character level, T = 150, 1024 hidden units: test BPC and "
                 "accuracy.", CITATION,
@@ -312,7 +347,8 @@ TABLES = {
                 tuple(_t3_rows(*spec)[1] for spec in _T3)),
     "t4": Table("lvf", "4", "Copy task T = 200, K = 10, 128 hidden units: test cross "
                 "entropy and accuracy of the copied symbols.", CITATION,
-                tuple(_t4_row(*r) for r in _T4) + (T4_DIVFREE, T4_LITERAL) + T4_SWEEP),
+                tuple(_t4_row(*r) for r in _T4) + (T4_DIVFREE, T4_LITERAL) + T4_SWEEP
+                + T4_ABLATION),
 }
 
 
