@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 
@@ -41,7 +40,7 @@ from lvf_jax import geometry
 from lvf_jax.geometry import maps
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import measured_on, time_interleaved  # noqa: E402  (benchmarks/timing.py)
+from timing import git_commit, measured_on, time_interleaved  # noqa: E402  (benchmarks/timing.py)
 
 
 def random_skew(n: int, norm1: float, seed: int = 0) -> np.ndarray:
@@ -82,14 +81,9 @@ def gradient_call(a: np.ndarray):
 
 
 def _source() -> str:
-  """Where the imported lvf_jax lives and its git commit (``?`` outside a checkout)."""
+  """Where the imported lvf_jax lives and its git commit (``unknown`` outside a checkout)."""
   root = os.path.dirname(os.path.dirname(os.path.abspath(lvf_jax.__file__)))
-  try:
-    commit = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True, check=True).stdout.strip()
-  except (OSError, subprocess.CalledProcessError):
-    commit = "?"
-  return f"lvf_jax from {root} (commit {commit})"
+  return f"lvf_jax from {root} (commit {git_commit(root)})"
 
 
 def main(argv=None) -> int:

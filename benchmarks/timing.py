@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import math
+import os
 import shlex
 import statistics
 import sys
@@ -24,6 +25,10 @@ try:
   import resource
 except ImportError:  # not on Windows
   resource = None
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repo root
+# The commit and CPU model are read once for the harness and the benchmarks.
+from experiments.reproduce.provenance import cpu_model, git_commit  # noqa: E402,F401
 
 
 def minor_faults() -> int:
@@ -73,49 +78,15 @@ def command_line(script: str, argv: Optional[Sequence[str]]) -> str:
   return shlex.join(["python", script, *(sys.argv[1:] if argv is None else argv)])
 
 
-def cpu_model() -> str:
-  """The CPU's model name (``/proc/cpuinfo``), or the platform's processor string."""
-  import platform
-  try:
-    with open("/proc/cpuinfo") as f:
-      for line in f:
-        if line.startswith("model name"):
-          return line.split(":", 1)[1].strip()
-  except OSError:
-    pass
-  return platform.processor() or platform.machine()
-
-
-def git_commit() -> str:
-  """``$LVF_JAX_COMMIT`` where set (a copy of the tree without its git history, e.g. on a
-  remote machine), else ``HEAD``'s short hash with ``+dirty`` when tracked files changed,
-  else ``'unknown'``."""
-  import os
-  import subprocess
-  if os.environ.get("LVF_JAX_COMMIT"):
-    return os.environ["LVF_JAX_COMMIT"]
-  here = os.path.dirname(os.path.abspath(__file__))
-  try:
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True, cwd=here, check=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True, cwd=here, check=True).stdout.strip()
-  except (OSError, subprocess.CalledProcessError):
-    return "unknown"
-  return head + ("+dirty" if dirty else "")
-
-
 def measured_on(extra: str = "") -> str:
-  """``'Measured <date> <time> UTC on <platform> (<device kind>; <processor>, <n> logical
+  """``'Measured <date> <time> UTC on <platform> (<device kind>; <CPU model>, <n> logical
   CPUs<extra>), jax <version>'``: the opening of a result file's metadata line."""
   import datetime
-  import os
-  import platform
 
   import jax
   dev = jax.devices()[0]
   return (f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on "
-          f"{dev.platform} ({dev.device_kind}; {platform.processor() or platform.machine()}, "
+          f"{dev.platform} ({dev.device_kind}; {cpu_model()}, "
           f"{os.cpu_count()} logical CPUs{extra}), jax {jax.__version__}")
 
 

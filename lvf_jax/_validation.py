@@ -44,9 +44,16 @@ def check_same_shape(fn: str, names: tuple[str, str], a: Any, b: Any) -> None:
         f"got {shape_of(a)} and {shape_of(b)}.")
 
 
+def is_concrete(x: Any) -> bool:
+  """Whether ``x`` can be inspected now (not a JAX tracer)."""
+  return not isinstance(x, jax.core.Tracer)
+
+
 def concrete_value(x: Any) -> float | None:
-  """Returns ``x`` as a Python float if it is concrete, else ``None`` (tracer)."""
-  if isinstance(x, jax.core.Tracer):
+  """``x`` as a Python float if it is a concrete number (a Python number or a one-element
+  numeric array), else ``None``: a tracer, a bool (a flag, not a number) or anything
+  else."""
+  if not is_concrete(x) or isinstance(x, (bool, np.bool_)):
     return None
   if isinstance(x, numbers.Real):
     return float(x)
@@ -57,6 +64,25 @@ def concrete_value(x: Any) -> float | None:
   if arr.size == 1 and np.issubdtype(arr.dtype, np.number):
     return float(arr.reshape(()))
   return None
+
+
+def check_in_range(fn: str, name: str, value: Any, low: float, high: float, *,
+                   low_open: bool = True, high_open: bool = False) -> Any:
+  """A concrete scalar ``value`` in the interval from ``low`` to ``high`` (``(low, high]``
+  by default; each end open or closed), returned as given; a JAX tracer passes unchecked."""
+  if not is_concrete(value):
+    return value
+  v = concrete_value(value)
+  above = v is not None and np.isfinite(v) and (v > low if low_open else v >= low)
+  if not (above and (v < high if high_open else v <= high)):
+    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    raise ValueError(f"{fn}: argument '{name}' must lie in {interval}; got {value!r}.")
+  return value
+
+
+def check_rate(fn: str, name: str, value: Any) -> Any:
+  """A dropout rate in ``[0, 1)``, returned as given."""
+  return check_in_range(fn, name, value, 0, 1, low_open=False, high_open=True)
 
 
 def check_positive(fn: str, name: str, value: Any) -> None:

@@ -23,18 +23,12 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
+from lvf_jax import _validation
 from lvf_jax import cells as cells_lib
 from lvf_jax import recurrences
 from lvf_jax.layers import Recurrent
 
 Array = jax.Array
-
-
-def _check_rate(owner: str, name: str, rate: float) -> None:
-  """Raises ``ValueError`` unless the dropout ``rate`` (argument ``name`` of ``owner``)
-  lies in [0, 1)."""
-  if not 0.0 <= rate < 1.0:
-    raise ValueError(f"{owner}: argument {name!r} must lie in [0, 1); got {rate}.")
 
 
 class StackedRecurrent(nn.Module):
@@ -68,7 +62,7 @@ class StackedRecurrent(nn.Module):
     ``top_sequences=False``: the top layer forms no outputs (``Recurrent(return_sequences=
     False)``) and ``None`` stands in their place; read its final carry instead
     (:func:`carry_output`)."""
-    _check_rate("StackedRecurrent", "dropout_rate", self.dropout_rate)
+    _validation.check_rate("StackedRecurrent", "dropout_rate", self.dropout_rate)
     if initial_carries is not None and len(initial_carries) != len(self.cells):
       raise ValueError(
           f"StackedRecurrent: argument 'initial_carries' must have one entry per layer "
@@ -150,7 +144,7 @@ class _SequenceModel(nn.Module):
              top_sequences: bool = True):
     """``(outputs, final carries)`` of the embedded stack (called from ``__call__``)."""
     x = _Embedded(self.vocab_size, self.embed_dim, name="embedding")(x)
-    _check_rate(type(self).__name__, "input_dropout_rate", self.input_dropout_rate)
+    _validation.check_rate(type(self).__name__, "input_dropout_rate", self.input_dropout_rate)
     if self.input_dropout_rate > 0:
       x = nn.Dropout(self.input_dropout_rate)(x, deterministic=deterministic)
     return StackedRecurrent(self.cells, self.dropout_rate, self.unroll, self.checkpoint,
@@ -162,7 +156,7 @@ class _SequenceModel(nn.Module):
 
   def _head(self, h: Array, deterministic: bool) -> Array:
     rate = self.dropout_rate if self.output_dropout_rate is None else self.output_dropout_rate
-    _check_rate(type(self).__name__, "output_dropout_rate", rate)
+    _validation.check_rate(type(self).__name__, "output_dropout_rate", rate)
     if rate > 0:
       h = nn.Dropout(rate)(h, deterministic=deterministic)
     return nn.Dense(self.num_outputs, dtype=h.dtype, name="head")(h)

@@ -23,7 +23,9 @@ def _functions(folder: str):
 
 def _is_validation_helper(name: str) -> bool:
   bare = name.lstrip("_")
-  return bare.startswith("check_") or bare in ("fail", "positive_int", "optional_positive")
+  return bare.startswith("check_") or bare in ("fail", "positive_int", "optional_positive",
+                                               "is_concrete", "concrete_value",
+                                               "concrete_number")
 
 
 def test_each_validation_helper_is_defined_once():
@@ -33,10 +35,23 @@ def test_each_validation_helper_is_defined_once():
       where[fn.name].append(path)
   twice = {name: paths for name, paths in where.items() if len(paths) > 1}
   assert not twice, twice
-  assert {"check_choice", "check_int", "check_rho", "fail"} <= set(where)
-  assert all(p == os.path.join("lvf_jax", "_validation.py")
-             for name in ("check_choice", "check_int", "check_rho", "fail")
+  shared = ("check_choice", "check_int", "check_rho", "fail", "check_same_shape",
+            "check_in_range", "check_rate", "is_concrete", "concrete_value")
+  assert set(shared) <= set(where)
+  assert all(p == os.path.join("lvf_jax", "_validation.py") for name in shared
              for p in where[name])
+  assert "concrete_number" not in where and "_check_same_shape" not in where
+
+
+def test_the_commit_and_the_machine_are_read_in_one_place():
+  """The harness and the benchmarks name a record's commit and CPU through one reader."""
+  where = collections.defaultdict(list)
+  for folder in ("lvf_jax", "benchmarks", "experiments"):
+    for path, fn in _functions(folder):
+      if fn.name in ("git_commit", "cpu_model"):
+        where[fn.name].append(path)
+  assert dict(where) == {name: [os.path.join("experiments", "reproduce", "provenance.py")]
+                         for name in ("git_commit", "cpu_model")}
 
 
 def _span(fn) -> int:

@@ -1,6 +1,7 @@
 """Renamed public names: the old ones warn and lead to the new ones for one release."""
 
 import importlib
+import sys
 
 import pytest
 
@@ -9,16 +10,67 @@ from lvf_jax.train import builders, model_builder
 from lvf_jax.train.model_builder import ModelHead
 
 
-@pytest.mark.parametrize("package,old,new", [
+RENAMED = [
     ("lvf_jax.train", "pipeline", "lvf_jax.train.task_pipeline"),
     ("lvf_jax.train", "pipelines", "lvf_jax.train.dataset_pipelines"),
     ("lvf_jax.data", "pipeline", "lvf_jax.data.datasets"),
     ("lvf_jax.data", "builders", "lvf_jax.data.tfds_builders"),
-])
-def test_a_renamed_module_warns_and_is_the_new_one(package, old, new):
+]
+
+
+def _forget(package, old):
+  """Undoes an earlier import of the old name in this process (its module entry and the
+  package attribute the import system binds), so each form is tried afresh."""
+  sys.modules.pop(f"{package}.{old}", None)
+  vars(importlib.import_module(package)).pop(old, None)
+
+
+def _import_statement(package, old):
+  namespace = {}
+  exec(f"import {package}.{old}", namespace)  # noqa: S102
+  module = namespace[package.split(".")[0]]
+  for part in f"{package}.{old}".split(".")[1:]:
+    module = getattr(module, part)
+  return module
+
+
+def _from_import(package, old):
+  new_module = importlib.import_module(dict((f"{p}.{o}", n) for p, o, n in RENAMED)
+                                       [f"{package}.{old}"])
+  name = next(n for n in vars(new_module) if not n.startswith("_"))
+  namespace = {}
+  exec(f"from {package}.{old} import {name}", namespace)  # noqa: S102
+  assert namespace[name] is getattr(new_module, name)
+  return sys.modules[f"{package}.{old}"]
+
+
+FORMS = {
+    "attribute": lambda package, old: getattr(importlib.import_module(package), old),
+    "import a.b.old": _import_statement,
+    "from a.b.old import X": _from_import,
+    "from a.b import old": lambda package, old: _from_package(package, old),
+}
+
+
+def _from_package(package, old):
+  namespace = {}
+  exec(f"from {package} import {old}", namespace)  # noqa: S102
+  return namespace[old]
+
+
+@pytest.mark.parametrize("form", list(FORMS))
+@pytest.mark.parametrize("package,old,new", RENAMED)
+def test_a_renamed_module_warns_and_is_the_new_one(package, old, new, form):
+  _forget(package, old)
   with pytest.warns(DeprecationWarning, match=f"{package}.{old} is deprecated"):
-    module = getattr(importlib.import_module(package), old)
+    module = FORMS[form](package, old)
   assert module is importlib.import_module(new)
+  _forget(package, old)
+
+
+def test_a_name_that_was_never_a_module_is_still_not_importable():
+  with pytest.raises(ModuleNotFoundError):
+    importlib.import_module("lvf_jax.train.no_such_module")
 
 
 def test_data_prepare_warns_and_is_download_and_prepare():

@@ -25,16 +25,18 @@ def started_at_commit() -> str:
   return _STARTED_AT_COMMIT[0]
 
 
-def git_commit() -> str:
-  """``HEAD``'s short hash, with ``+dirty`` when the work tree has uncommitted changes;
-  ``$LVF_JAX_COMMIT`` where set (a copy of the tree without its git history, e.g. on a
-  remote machine)."""
+def git_commit(root: str = ROOT) -> str:
+  """``HEAD``'s short hash of the checkout at ``root`` (this repository by default), with
+  ``+dirty`` when its tracked files have uncommitted changes, ``'unknown'`` outside a
+  checkout; ``$LVF_JAX_COMMIT`` where set (a copy of the tree without its git history, e.g.
+  on a remote machine). The one reader of the commit for the harness and the
+  benchmarks."""
   if os.environ.get("LVF_JAX_COMMIT"):
     return os.environ["LVF_JAX_COMMIT"]
   try:
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, check=True,
                           capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
                            check=True, capture_output=True, text=True).stdout.strip()
   except (OSError, subprocess.CalledProcessError):
     return "unknown"
@@ -56,7 +58,8 @@ def utc_now() -> str:
 
 
 def cpu_model() -> str:
-  """The CPU's model name (``/proc/cpuinfo``), or what the platform says."""
+  """The CPU's model name (``/proc/cpuinfo``), or what the platform says; the one reader
+  of the CPU model for the harness and the benchmarks."""
   model = platform.processor() or platform.machine()
   try:
     with open("/proc/cpuinfo") as f:

@@ -7,11 +7,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-
-def _check_same_shape(fn, **arrays):
-  shapes = {k: tuple(v.shape) for k, v in arrays.items()}
-  if len(set(shapes.values())) != 1:
-    raise ValueError(f"{fn}: arguments must share one shape; got {shapes}.")
+from lvf_jax import _validation
 
 
 def _bernoulli_nll(log_p: jax.Array, log_not_p: jax.Array, targets: jax.Array) -> jax.Array:
@@ -99,7 +95,7 @@ def masked_mse(pred: jax.Array, target: jax.Array, mask: jax.Array,
     per: 'element' averages over valid frames and features; 'frame' sums the squared error
       over F and averages over valid frames.
   """
-  _check_same_shape("masked_mse", pred=pred, target=target)
+  _validation.check_same_shape("masked_mse", ("pred", "target"), pred, target)
   if pred.shape[:-1] != mask.shape:
     raise ValueError(f"masked_mse: mask must have shape {pred.shape[:-1]}; got {mask.shape}.")
   if per not in ("element", "frame"):

@@ -85,10 +85,7 @@ def neumann_inverse_step(a_new: Array, inv_prev: Array, delta: Array, *, order: 
   order = _validation.check_int_in("neumann_inverse_step", "order", order, NEUMANN_ORDERS)
   _validation.check_matrix("neumann_inverse_step", "a_new", a_new, batched=False)
   _validation.check_same_shape("neumann_inverse_step", ("a_new", "inv_prev"), a_new, inv_prev)
-  t = _validation.concrete_value(threshold)
-  if t is not None and not 0 < t <= 1:
-    raise ValueError(
-        f"neumann_inverse_step: argument 'threshold' must lie in (0, 1]; got {threshold!r}.")
+  _validation.check_in_range("neumann_inverse_step", "threshold", threshold, 0, 1)
   x = neumann_product(inv_prev, delta)
   norm = jnp.sqrt(jnp.sum(jnp.square(x)))
   reset = jnp.logical_or(jnp.asarray(force_reset, dtype=bool), norm >= threshold)

@@ -7,8 +7,7 @@ under ``jit`` -- which cannot be inspected and are used as they are.
 
 from __future__ import annotations
 
-import numbers
-from typing import Any, Optional
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -23,42 +22,10 @@ Array = jax.Array
 ORTHONORMALIZE_METHODS = ("polar", "qr")
 
 
-def is_concrete(x: Any) -> bool:
-  return not isinstance(x, jax.core.Tracer)
-
-
-def concrete_number(x: Any) -> Optional[float]:
-  """``x`` as a Python number if it is a concrete scalar, else ``None``."""
-  if not is_concrete(x) or isinstance(x, bool):
-    return None
-  if isinstance(x, numbers.Real):
-    return x
-  try:
-    arr = np.asarray(x)
-  except Exception:  # pragma: no cover - exotic array types
-    return None
-  if arr.ndim == 0 and np.issubdtype(arr.dtype, np.number):
-    return arr.item()
-  return None
-
-
-def check_in_range(fn: str, name: str, value: Any, low: float, high: float, *,
-                   low_open: bool = True) -> Any:
-  """Checks a concrete scalar in ``(low, high]`` (``[low, high]`` if not ``low_open``)."""
-  if not is_concrete(value):
-    return value
-  v = concrete_number(value)
-  ok = v is not None and np.isfinite(v) and (v > low if low_open else v >= low) and v <= high
-  if not ok:
-    interval = f"{'(' if low_open else '['}{low}, {high}]"
-    raise ValueError(f"{fn}: argument '{name}' must lie in {interval}; got {value!r}.")
-  return value
-
-
 def check_learning_rate(fn: str, learning_rate: Any) -> Any:
-  if callable(learning_rate) or not is_concrete(learning_rate):
+  if callable(learning_rate) or not _validation.is_concrete(learning_rate):
     return learning_rate
-  v = concrete_number(learning_rate)
+  v = _validation.concrete_value(learning_rate)
   if v is None or not np.isfinite(v) or v <= 0:
     raise ValueError(
         f"{fn}: argument 'learning_rate' must be a finite number > 0 or a schedule; "
@@ -120,7 +87,7 @@ def check_orthogonal_leaves(fn: str, tree: Any, name: str = "params", *,
   updates keep a matrix on the manifold only if it starts there. Traced leaves (inside
   ``jit`` or ``eval_shape``) are not checked."""
   for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
-    if not is_concrete(leaf) or isinstance(leaf, optax.MaskedNode):
+    if not _validation.is_concrete(leaf) or isinstance(leaf, optax.MaskedNode):
       continue
     w = np.asarray(leaf, dtype=np.float64)
     if unitary:
@@ -180,8 +147,8 @@ def scaling_diagonal(fn: str, rho: Any, n: int, dtype) -> Array:
   A concrete ``rho`` is range-checked and built by :func:`lvf_jax.geometry.scaling_diagonal`;
   a traced one (``optax.inject_hyperparams``) is used as it is.
   """
-  if is_concrete(rho):
-    v = concrete_number(rho)
+  if _validation.is_concrete(rho):
+    v = _validation.concrete_value(rho)
     if isinstance(rho, bool) or v is None or float(v) != int(v) or not 0 <= int(v) <= n:
       raise ValueError(
           f"{fn}: argument 'rho' (number of -1 entries of D) must be an int in "

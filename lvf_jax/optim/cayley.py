@@ -109,7 +109,7 @@ def _neumann_leaf(a_new: Array, inv: Array, delta: Array, order: Any, force: Arr
   reset = jnp.logical_or(force, invalid)
 
   def approx():
-    if _common.is_concrete(order):
+    if _validation.is_concrete(order):
       return _neumann_series(x, inv, int(order))
     branches = [lambda k=k: _neumann_series(x, inv, k) for k in geometry.NEUMANN_ORDERS]
     return jax.lax.switch(jnp.clip(jnp.asarray(order, jnp.int32) - 1, 0, 2), branches)
@@ -124,12 +124,12 @@ def _cayley_transform(fn: str, inner: Any, rho: Any, *, neumann: bool, order: An
   inner = _common.check_transformation(fn, "inner", inner)
   _validation.check_concrete_int(fn, "rho", rho, minimum=0)
   if neumann:
-    if _common.is_concrete(order):
-      v = _common.concrete_number(order)
+    if _validation.is_concrete(order):
+      v = _validation.concrete_value(order)
       if isinstance(order, bool) or v is None or v not in geometry.NEUMANN_ORDERS:
         _validation.fail(fn, "order", order, f"one of {geometry.NEUMANN_ORDERS}")
     _validation.check_concrete_int(fn, "reset_every", reset_every, minimum=0, allow_none=True)
-    _common.check_in_range(fn, "threshold", threshold, 0.0, 1.0)
+    _validation.check_in_range(fn, "threshold", threshold, 0, 1)
   neumann_args = (order, reset_every, threshold) if neumann else None
 
   def init_fn(params):
