@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from lvf_jax import train
+from lvf_jax.train import loop, parallel
 from lvf_jax.data import paths
-from lvf_jax.train import parallel
 from lvf_jax.train.config import make_config, set_field
 import tolerances as tol
 
@@ -193,3 +193,23 @@ def test_two_processes_of_two_devices_equal_one_process_of_four(tmp_path, run):
     assert "process 1 builds rows 4:8 of every training batch" in outs[1][0]
   same(losses(tmp_path / "one"), losses(tmp_path / "two"))
   assert (tmp_path / "two" / "summary.json").exists()
+
+
+def test_the_loop_asks_one_placement_object():
+  """The training loop reads as training: every question of where arrays live goes through
+  ``parallel.Placement`` (plus the runtime's start before anything touches JAX)."""
+  import ast
+  import pathlib
+  source = (pathlib.Path(loop.__file__)).read_text()
+  used = {node.attr for node in ast.walk(ast.parse(source))
+          if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+          and node.value.id == "parallel"}
+  assert used == {"Placement", "initialize"}, used
+
+
+def test_a_placement_without_a_mesh_is_one_device():
+  place = parallel.Placement()
+  batch = {"x": np.ones((4, 3))}
+  assert place.shard(batch) is batch and place.devices == 1 and place.rows is None
+  assert place.reading(4, host_fed=True).rows is None  # one process reads every row
+  assert place.agree(True) and not place.any_process(False)

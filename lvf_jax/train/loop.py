@@ -21,13 +21,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
 import os
 import time
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import flax
 import jax
@@ -113,18 +112,20 @@ def _mean_records(records: list[dict[str, Array]]) -> dict[str, float]:
 
 
 def make_train_step(model, pipeline, tx, *, dtriv_every: int = 0, dtriv_orthonormalize_every=30,
-                    mesh=None):
+                    placement: Optional[parallel.Placement] = None):
   """The pure train step ``(state, batch) -> (state, metrics, finite)`` (jit it).
 
   ``batch`` is ``None`` for pipelines that draw their batches inside the step
   (``pipeline.host_fed`` false, e.g. the synthetic tasks); such a batch is split over the
-  data-parallel ``mesh`` (:mod:`lvf_jax.train.parallel`) when there is one.
+  data-parallel devices of ``placement`` (:class:`lvf_jax.train.parallel.Placement`; None:
+  one device).
   """
+  place = placement or parallel.Placement()
 
   def train_step(state: TrainState, batch=None):
     if batch is None:
       batch = pipeline.train_batch(jax.random.wrap_key_data(state.data_key), state.step)
-      batch = parallel.shard_batch(batch, mesh)
+      batch = place.shard(batch)
     dropout_key = jax.random.fold_in(jax.random.wrap_key_data(state.dropout_key), state.step)
     carry = pipeline.carry_for_batch(state.carry, batch)
 
@@ -231,17 +232,18 @@ def make_eval_step(model, pipeline):
 
 
 def evaluate(eval_step, pipeline, params: Any, extras: Any, split: str,
-             mesh=None) -> dict[str, float]:
+             placement: Optional[parallel.Placement] = None) -> dict[str, float]:
   """Metrics of ``params`` (with the non-trainable ``extras``) over a whole split.
 
   ``eval_step`` is ``jax.jit(make_eval_step(model, pipeline))``; batch averages are weighted
   by the pipeline's batch weights (examples, tokens or frames). Batches are split over the
-  data-parallel ``mesh`` when there is one.
+  data-parallel devices of ``placement`` (None: one device).
   """
-  carry = parallel.shard_batch(pipeline.initial_carry(eval=True), mesh)
+  place = placement or parallel.Placement()
+  carry = place.shard(pipeline.initial_carry(eval=True))
   records = []
   for batch in pipeline.eval_batches(split):
-    metrics, carry = eval_step(params, extras, parallel.shard_batch(batch, mesh), carry)
+    metrics, carry = eval_step(params, extras, place.shard(batch), carry)
     records.append(metrics)
   return pipeline.summarize(_mean_records(records))
 
@@ -274,11 +276,10 @@ def train_and_evaluate(config, workdir: str) -> dict[str, Any]:
   """
   parallel.initialize(config)  # several processes: before anything else touches JAX
   pipeline = validate_config(config)
-  mesh = parallel.make_mesh(config.train.get("mesh", ""), int(config.train.batch_size))
-  parallel.check_batch_sizes(mesh, batch_size=int(config.train.batch_size))
+  place = parallel.Placement.of(config)
   os.makedirs(workdir, exist_ok=True)
-  with contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh):
-    return _train_and_evaluate(config, workdir, pipeline, mesh)
+  with place.context():
+    return _train_and_evaluate(config, workdir, pipeline, place)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -320,8 +321,8 @@ class StopPolicy:
   steps, so that every process decides at the same step) or a stop signal (asked at every
   step by a single process, at the log steps by several, each asking all the others)."""
 
-  def __init__(self, s: TrainSettings, request: stop.StopRequest):
-    self.s, self.request, self.t0 = s, request, time.time()
+  def __init__(self, s: TrainSettings, request: stop.StopRequest, place: parallel.Placement):
+    self.s, self.request, self.place, self.t0 = s, request, place, time.time()
     self.single_process = jax.process_count() == 1
     self.ask_every = 1 if self.single_process else s.log_every
     self.at_time_limit = False
@@ -331,10 +332,10 @@ class StopPolicy:
     if step == self.s.steps:
       return True
     if self.s.time_limit and step % self.s.log_every == 0:
-      self.at_time_limit = parallel.agree(time.time() - self.t0 >= self.s.time_limit)
+      self.at_time_limit = self.place.agree(time.time() - self.t0 >= self.s.time_limit)
       if self.at_time_limit:
         return True
-    if step % self.ask_every == 0 and parallel.any_process(self.request.requested):
+    if step % self.ask_every == 0 and self.place.any_process(self.request.requested):
       self.by = self.request.signal or "SIGTERM"  # another process's signal, or this one's
       return True
     return False
@@ -373,14 +374,14 @@ def _without_position(record: dict) -> dict:
   return {k: v for k, v in record.items() if k not in ("step", "split")}
 
 
-def restore_or_init(config, workdir, pipeline, mesh, model, tx, ckpt) -> tuple[TrainState, Any]:
+def restore_or_init(config, workdir, pipeline, place, model, tx, ckpt) -> tuple[TrainState, Any]:
   """The initial train state, or the latest checkpoint's; checks (and on process 0 writes)
   the run's config first. Returns ``(state, resumed_from)``."""
-  state = parallel.replicate(initial_state(config, model, pipeline, tx), mesh)
-  state = state.replace(carry=parallel.shard_batch(state.carry, mesh))  # TBPTT: (batch, n)
+  state = place.replicate(initial_state(config, model, pipeline, tx))
+  state = state.replace(carry=place.shard(state.carry))  # TBPTT: (batch, n)
   resumed_from = ckpt.latest_step()
   try:  # a resume with another config stops here, before anything is written
-    if parallel.is_writer():
+    if place.writer:
       resume.check_resume(config, workdir, resuming=resumed_from is not None)
     if resumed_from is not None:
       state, resumed_from = ckpt.restore_latest(state)
@@ -390,7 +391,7 @@ def restore_or_init(config, workdir, pipeline, mesh, model, tx, ckpt) -> tuple[T
   return state, resumed_from
 
 
-def _announce(config, pipeline, mesh, n_params, resumed_from, ckpt, rows) -> str:
+def _announce(config, pipeline, place, n_params, resumed_from, ckpt) -> str:
   """Prints what is trained where; returns the run's label."""
   label = f"{config.model.name} on {pipeline.describe()}"
   print(f"lvf_jax: training {label}; {n_params} parameters; "
@@ -398,36 +399,36 @@ def _announce(config, pipeline, mesh, n_params, resumed_from, ckpt, rows) -> str
   if resumed_from is not None:
     print(f"lvf_jax: resumed from checkpoint step {resumed_from} in {ckpt.directory}")
   batch = int(config.train.batch_size)
-  if mesh is not None:
-    print(f"lvf_jax: data parallel over {mesh.shape[parallel.AXIS]} devices "
-          f"({mesh.devices.flat[0].device_kind}): batch {batch} split "
-          f"{batch // mesh.shape[parallel.AXIS]} per device")
-  if rows is not None:
-    print(f"lvf_jax: process {jax.process_index()} builds rows {rows.start}:{rows.stop} of "
-          "every training batch")
+  if place.mesh is not None:
+    print(f"lvf_jax: data parallel over {place.devices} devices "
+          f"({place.mesh.devices.flat[0].device_kind}): batch {batch} split "
+          f"{batch // place.devices} per device")
+  if place.rows is not None:
+    print(f"lvf_jax: process {jax.process_index()} builds rows {place.rows.start}:"
+          f"{place.rows.stop} of every training batch")
   return label
 
 
-def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
+def _train_and_evaluate(config, workdir: str, pipeline, place) -> dict[str, Any]:
   """:func:`train_and_evaluate` after validation, inside the mesh's context (if any)."""
   s = TrainSettings.of(config)
   model = builders.build_model(config, pipeline.model_head())
   tx = builders.build_optimizer(config)
   ckpt = checkpoints.Checkpointer(os.path.join(workdir, "checkpoints"), s.keep_checkpoints)
-  state, resumed_from = restore_or_init(config, workdir, pipeline, mesh, model, tx, ckpt)
+  state, resumed_from = restore_or_init(config, workdir, pipeline, place, model, tx, ckpt)
   n_params = models.count_params(state.params)
   writer = reporting.MetricWriter(workdir, tensorboard=s.tensorboard,
-                                  resume_step=int(state.step), enabled=parallel.is_writer())
-  rows = parallel.process_rows(mesh, pipeline.batch_size) if pipeline.host_fed else None
-  label = _announce(config, pipeline, mesh, n_params, resumed_from, ckpt, rows)
-  run = Run(state=state, health=parallel.replicate(healthy(), mesh),  # placed as the state
+                                  resume_step=int(state.step), enabled=place.writer)
+  place = place.reading(pipeline.batch_size, pipeline.host_fed)
+  label = _announce(config, pipeline, place, n_params, resumed_from, ckpt)
+  run = Run(state=state, health=place.replicate(healthy()),  # placed as the state
             step=int(state.step), resumed_from=resumed_from,
             best=best_of_history(writer.records), last_saved=resumed_from)
-  policy = StopPolicy(s, stop.StopRequest(enabled=s.stop_on_signal).install())
+  policy = StopPolicy(s, stop.StopRequest(enabled=s.stop_on_signal).install(), place)
   progress = reporting.Progress(s.steps, run.step, s.progress_bar,
                                 f"{config.model.name}/{pipeline.name}")
   try:
-    _loop(run, s, policy, _Steps.make(model, pipeline, tx, s, mesh, rows), writer, ckpt,
+    _loop(run, s, policy, _Steps.make(model, pipeline, tx, s, place), writer, ckpt,
           progress, workdir)
   except BaseException:
     policy.request.restore()
@@ -440,7 +441,7 @@ def _train_and_evaluate(config, workdir: str, pipeline, mesh) -> dict[str, Any]:
   # then complete) still stops the caller, and never cuts the summary short
   try:
     summary = _summary(config, pipeline, run, policy, n_params, writer.records, workdir)
-    if parallel.is_writer():  # process 0 of a multi-process run writes the files
+    if place.writer:  # process 0 of a multi-process run writes the files
       _write_summary(summary, s, writer.records, workdir, label, pipeline.baseline_loss())
   finally:
     policy.request.restore()
@@ -457,25 +458,23 @@ class _Steps:
   evaluate: Any
   diagnose: Any
   pipeline: Any
-  mesh: Any
-  rows: Any
+  place: parallel.Placement
 
   @classmethod
-  def make(cls, model, pipeline, tx, s: TrainSettings, mesh, rows) -> "_Steps":
+  def make(cls, model, pipeline, tx, s: TrainSettings, place) -> "_Steps":
     train = jax.jit(guard_train_step(make_train_step(
         model, pipeline, tx, dtriv_every=s.dtriv_every,
-        dtriv_orthonormalize_every=s.dtriv_orthonormalize_every, mesh=mesh)))
+        dtriv_orthonormalize_every=s.dtriv_orthonormalize_every, placement=place)))
     return cls(train=train, evaluate=jax.jit(make_eval_step(model, pipeline)),
                diagnose=make_diagnose(model) if s.diagnostics else None, pipeline=pipeline,
-               mesh=mesh, rows=rows)
+               place=place)
 
   def batch(self, step: int):
     """The host-built batch of ``step`` (None where the train step draws its own)."""
     p = self.pipeline
     if not p.host_fed:
       return None
-    return parallel.shard_rows(p.host_batch(step, rows=self.rows), self.mesh, p.batch_size,
-                               self.rows)
+    return self.place.host_batch(p.host_batch(step, rows=self.place.rows), p.batch_size)
 
 
 def _loop(run: Run, s: TrainSettings, policy: StopPolicy, steps: _Steps, writer, ckpt,
@@ -518,7 +517,7 @@ def _evaluate(run: Run, steps: _Steps, writer, workdir: str) -> None:
 
   def on(split):
     return evaluate(steps.evaluate, steps.pipeline, state.params, state.extras, split,
-                    steps.mesh)
+                    steps.place)
 
   val = writer.write(step, "validation", on("validation"))
   figures = steps.diagnose(state.params) if steps.diagnose is not None else None
@@ -527,7 +526,7 @@ def _evaluate(run: Run, steps: _Steps, writer, workdir: str) -> None:
   if val["loss"] < run.best["loss"]:
     test = writer.write(step, "test", on("test"))
     run.best.update(loss=val["loss"], step=step, test=_without_position(test))
-    if parallel.is_writer():
+    if steps.place.writer:
       save_best_variables(workdir, step, state.params, state.extras, _without_position(val))
 
 

@@ -23,6 +23,8 @@ writes metrics, plots and summaries.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from typing import Any, Optional
 
 import jax
@@ -216,3 +218,69 @@ def shard_batch(batch: Any, mesh: Optional[jax.sharding.Mesh]) -> Any:
     return _place(leaf, sharding)
 
   return jax.tree_util.tree_map(place, batch)
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+  """Where the training loop's arrays live and which process speaks for the run: the one
+  object the loop asks (:mod:`lvf_jax.train.loop`), over the functions above.
+
+  Attributes:
+    mesh: the data-parallel mesh (axis :data:`AXIS`), or None for one device.
+    rows: the rows of each host-built training batch this process reads
+      (:func:`process_rows`); None: every row.
+  """
+
+  mesh: Optional[jax.sharding.Mesh] = None
+  rows: Optional[slice] = None
+
+  @classmethod
+  def of(cls, config) -> "Placement":
+    """The placement of ``config``: starts the multi-process runtime where configured
+    (:func:`initialize`), builds ``train.mesh`` and checks the batch divides over it."""
+    initialize(config)
+    batch = int(config.train.batch_size)
+    mesh = make_mesh(config.train.get("mesh", ""), batch)
+    check_batch_sizes(mesh, batch_size=batch)
+    return cls(mesh)
+
+  def reading(self, size: int, host_fed: bool) -> "Placement":
+    """This placement with the rows of a ``size``-row batch built on the host (``host_fed``)
+    that this process reads."""
+    return dataclasses.replace(self, rows=process_rows(self.mesh, size) if host_fed else None)
+
+  def context(self):
+    """The mesh's context (``jax.set_mesh``), or none for one device."""
+    return contextlib.nullcontext() if self.mesh is None else jax.set_mesh(self.mesh)
+
+  @property
+  def devices(self) -> int:
+    """Data-parallel devices (1 without a mesh)."""
+    return 1 if self.mesh is None else int(self.mesh.shape[AXIS])
+
+  @property
+  def writer(self) -> bool:
+    """Whether this process writes the run's files."""
+    return is_writer()
+
+  def shard(self, batch: Any) -> Any:
+    """``batch`` split over the devices along its first axis (:func:`shard_batch`)."""
+    return shard_batch(batch, self.mesh)
+
+  def replicate(self, tree: Any) -> Any:
+    """``tree`` on every device (:func:`replicate`)."""
+    return replicate(tree, self.mesh)
+
+  def host_batch(self, batch: Any, size: int) -> Any:
+    """The global batch of ``size`` rows from this process's :attr:`rows` of it."""
+    return shard_rows(batch, self.mesh, size, self.rows)
+
+  @staticmethod
+  def agree(flag: bool) -> bool:
+    """``flag`` as process 0 sees it, on every process (:func:`agree`)."""
+    return agree(flag)
+
+  @staticmethod
+  def any_process(flag: bool) -> bool:
+    """Whether ``flag`` holds on any process (:func:`any_process`)."""
+    return any_process(flag)
