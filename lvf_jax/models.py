@@ -308,7 +308,8 @@ def hidden_for_budget(model_fn_or_name: Union[str, ModelFn], budget: int, input_
     output_size: head outputs (for a cell name).
     num_layers, head, vocab_size, embed_dim, cell_kwargs: for a cell name.
     effective: count as :func:`count_params` with ``effective`` (the papers' convention).
-    multiple_of: only hidden sizes divisible by this (default 2 for ``'nnrnn'``, else 1).
+    multiple_of: only hidden sizes divisible by this (default: the cell's
+      ``hidden_multiple``, e.g. 2 for ``'nnrnn'``; 1 for a model function).
     max_hidden: search limit.
 
   Returns:
@@ -323,7 +324,7 @@ def hidden_for_budget(model_fn_or_name: Union[str, ModelFn], budget: int, input_
                                 vocab_size=vocab_size, embed_dim=embed_dim,
                                 cell_kwargs=cell_kwargs)
     if multiple_of is None:
-      multiple_of = 2 if name == "nnrnn" else 1
+      multiple_of = cells_lib.CELLS[name].hidden_multiple
   else:
     model_fn = model_fn_or_name
   step = multiple_of or 1

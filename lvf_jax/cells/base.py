@@ -307,12 +307,28 @@ class StructuredCell(nn.RNNCellBase):
   the carry is a single array ``(*batch, features)`` unless a subclass overrides
   :meth:`initialize_carry`.
 
+  A family declares here what the rest of the library needs to know of it (class variables,
+  overridden by the family's cell, not fields): :attr:`offered`, :attr:`hidden_multiple`
+  and :attr:`predated_values`. Registering it is one line of
+  :data:`lvf_jax.cells.CELLS`.
+
   Attributes:
     features: hidden size ``n``.
     dtype: computation dtype (``None``: promote the input dtype with ``param_dtype``).
     param_dtype: dtype of the parameters (and of the matrix functions in ``prepare``).
     carry_init: initialiser of the initial carry (zeros).
   """
+
+  #: Which configs offer the family (:mod:`lvf_jax.train.presets`): ``'every_config'``,
+  #: ``'unitary_tables'`` (the lvfRNN paper's unitary baselines, on that paper's tables),
+  #: ``'own_tables'`` (only the configs of the tables that name it) or
+  #: ``'synthetic_tasks'`` (the configs of the synthetic tasks).
+  offered: ClassVar[str] = "every_config"
+  #: The family's hidden sizes are multiples of this (e.g. nnRNN's 2 x 2 rotation blocks).
+  hidden_multiple: ClassVar[int] = 1
+  #: Options whose default changed, each with the value a config written before the change
+  #: had implicitly (read by :func:`lvf_jax.train.config.config_defaults`).
+  predated_values: ClassVar[dict] = {}
 
   features: int
   dtype: Optional[Dtype] = None

@@ -3,7 +3,7 @@ Orthogonal Recurrent Models", eqs 5, 6, 9-10, 16)."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import ClassVar, Optional
 
 import jax
 import jax.numpy as jnp
@@ -103,6 +103,10 @@ class LVFRNNCell(base.KernelCell):
       ``n``) | ``'paper'`` (``V`` stored as is, eq. 8; the presets that reproduce the
       paper's rows).
   """
+
+  # A config written before the natural parametrisation stored the paper's V (eq. 8) and
+  # integrated it by Euler's map (eq. 5).
+  predated_values: ClassVar[dict] = {"parametrization": "paper", "integrator": "euler"}
 
   integrator: str = "exp"
   tau: float = 1.0

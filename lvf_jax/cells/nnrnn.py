@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Union
+from typing import Callable, ClassVar, Optional, Union
 
 import jax
 import jax.numpy as jnp
@@ -47,6 +47,8 @@ class NNRNNCell(base.KernelCell):
     activation: ``'modrelu'`` (paper) | ``'tanh'``.
     fixed_gamma: ``gamma_i`` clamped at this value (``> 0``); ``None`` (default): learned.
   """
+
+  hidden_multiple: ClassVar[int] = 2  # the 2 x 2 blocks of Lambda
 
   delta: float = 0.0
   t_decay: float = 0.0

@@ -14,7 +14,7 @@ sow_loss`) by ``prepare``, once per sequence, as the lvfRNN's divergence penalty
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, ClassVar, Optional
 
 import jax
 import jax.numpy as jnp
@@ -66,6 +66,8 @@ class SoftOrthogonalRNNCell(base.KernelCell):
     recurrent_init: init of ``recurrent`` (orthogonal).
     bias_init: activation bias init (default: zeros for tanh, ``U(+-0.01)`` for modReLU).
   """
+
+  offered: ClassVar[str] = "own_tables"  # AntisymmetricRNN Table 1
 
   activation: str = "tanh"
   margin: Optional[float] = None
@@ -192,6 +194,8 @@ class KRUCell(_UnitaryKernelCell):
     activation: ``'modrelu'``; a real KRU also accepts ``'tanh'``.
     kernel_init, bias_init: input kernel and modReLU bias initialisers.
   """
+
+  offered: ClassVar[str] = "own_tables"  # AntisymmetricRNN Table 1
 
   factor_size: int = 2
   complex_valued: bool = True

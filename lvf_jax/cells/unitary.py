@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from typing import Any, Callable, Optional
+from typing import Any, Callable, ClassVar, Optional
 
 import jax
 import jax.numpy as jnp
@@ -114,6 +114,8 @@ class _UnitaryKernelCell(base.KernelCell):
   complex modReLU :func:`lvf_jax.geometry.activations.modrelu_split`; with a real state this
   is exactly a :class:`~lvf_jax.cells.base.KernelCell` (and runs in the fused scan).
   """
+
+  offered: ClassVar[str] = "unitary_tables"
 
   @property
   def state_is_complex(self) -> bool:
@@ -446,6 +448,8 @@ class GORUCell(base.StructuredCell):
     kernel_init, recurrent_kernel_init, reset_bias_init, update_bias_init,
     modrelu_bias_init: initialisers (defaults above).
   """
+
+  offered: ClassVar[str] = "synthetic_tasks"  # NC-GRU's synthetic tasks
 
   capacity: int = 2
   fft: bool = False

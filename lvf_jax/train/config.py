@@ -167,28 +167,30 @@ def cell_config(name: str, values: dict = None) -> ml_collections.ConfigDict:
   return c
 
 
-#: Cell options whose default changed, each with the value a config written before the change
-#: had implicitly: the lvfRNN's field was stored as the paper's ``V`` (lvfRNN eq. 8) and
-#: integrated by Euler's map (eq. 5).
-PREDATED_CELL_VALUES = {"lvf": {"parametrization": "paper", "integrator": "euler"}}
+def predated_values(model: str) -> dict:
+  """The cell options of ``model`` whose default changed, each with the value a config
+  written before the change had implicitly, as the family declares them
+  (``predated_values`` of its cell; ``{}`` for a name that is no cell)."""
+  cls = cells_lib.CELLS.get(model)
+  return dict(getattr(cls, "predated_values", {}))
 
 
 def config_defaults(model: str) -> dict:
   """:func:`base_config` as a dict with the options of the cell ``model`` at their defaults:
   the values a config written before a field existed implicitly had (for an option whose
-  default changed, its value before the change, :data:`PREDATED_CELL_VALUES`)."""
+  default changed, its value before the change, :func:`predated_values`)."""
   d = base_config().to_dict()
   d["task"]["options"] = {"download": False}  # of the dataset configs (presets.dataset_config)
-  d["model"]["cell"] = {**cell_config(model).to_dict(), **PREDATED_CELL_VALUES.get(model, {})}
+  d["model"]["cell"] = {**cell_config(model).to_dict(), **predated_values(model)}
   return d
 
 
 def with_predated_values(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   """A stored ``config`` with each cell option it predates whose default has changed set to
-  the value it was trained with (:data:`PREDATED_CELL_VALUES`); changed in place, returned."""
+  the value it was trained with (:func:`predated_values`); changed in place, returned."""
   model = config.get("model") or {}
   cell = model.get("cell")
-  for key, value in PREDATED_CELL_VALUES.get(model.get("name", ""), {}).items():
+  for key, value in predated_values(model.get("name", "")).items():
     if cell is None:
       with config.model.ignore_type():
         config.model.cell = cell = {}

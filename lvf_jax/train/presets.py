@@ -19,17 +19,24 @@ __all__ = ["MODELS", "TABLE_MODELS", "UNITARY_MODELS", "dataset_config", "defaul
            "preset_config"]
 
 
+
+
+def offered(where: str) -> tuple[str, ...]:
+  """The families of :data:`lvf_jax.cells.CELLS` whose cell declares ``offered == where``
+  (``StructuredCell.offered``), in registration order."""
+  return tuple(name for name, cls in cells_lib.CELLS.items() if cls.offered == where)
+
+
 #: The unitary baselines of the lvfRNN paper's Tables 1-4, configured for the datasets of those
-#: tables (copy, ptb_char, timit, jsb, musedata).
-UNITARY_MODELS = ("urnn", "eurnn", "fcurnn")
-#: Models offered only by the configs of the tables that name them: the soft orthogonal RNN
-#: and KRU (AntisymmetricRNN Table 1, ``configs/mnist.py``, ``configs/pmnist.py``).
-TABLE_MODELS = ("softorth", "kru")
-#: The models every dataset config offers: the library's cells (:data:`lvf_jax.cells.CELLS`)
-#: but the unitary baselines, GORU (a gated unitary cell of the NC-GRU paper's synthetic
-#: tasks only) and :data:`TABLE_MODELS`.
-MODELS = tuple(name for name in cells_lib.CELLS
-               if name not in UNITARY_MODELS + TABLE_MODELS + ("goru",))
+#: tables (copy, ptb_char, timit, jsb, musedata): the families that declare
+#: ``offered = 'unitary_tables'``.
+UNITARY_MODELS = offered("unitary_tables")
+#: Models offered only by the configs of the tables that name them (``'own_tables'``): the
+#: soft orthogonal RNN and KRU (AntisymmetricRNN Table 1).
+TABLE_MODELS = offered("own_tables")
+#: The models every dataset config offers (``'every_config'``): every family but the unitary
+#: baselines, :data:`TABLE_MODELS` and those of the synthetic tasks only (GORU).
+MODELS = offered("every_config")
 
 #: Types of the options whose default is None (so that ``--config.task.options.X=...`` works).
 _OPTION_TYPES = {"data_dir": str, "tfds_dir": str, "max_train_examples": int,
