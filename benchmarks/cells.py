@@ -65,6 +65,7 @@ from lvf_jax import cells as cells_lib
 from lvf_jax import layers
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import matrix_function  # noqa: E402  (benchmarks/matrix_function.py)
 from timing import command_line, measured_on, time_interleaved  # noqa: E402  (benchmarks/timing.py)
 
 FLOOR = "rnn"
@@ -123,30 +124,15 @@ PREPARE_INNER = 20  # prepare passes per timed call (divides out the dispatch ov
 
 def prepare_step(cell, input_size: int):
   """``(fn, state)`` running ``PREPARE_INNER`` dependent forward + backward passes of
-  ``cell.prepare`` alone in one jitted loop, or None if the cell has no ``prepare``
-  (Flax's own cells) -- the per-sequence matrix-function cost."""
+  ``cell.prepare`` alone in one jitted loop (:func:`matrix_function.prepare_step`), or None
+  if the cell has no ``prepare`` (Flax's own cells) -- the per-sequence matrix-function
+  cost."""
   if not hasattr(cell, "prepare"):
     return None
   x = jnp.zeros((1, input_size), jnp.float32)
   carry = cell.initialize_carry(jax.random.key(0), x.shape)
   params = cell.init(jax.random.key(0), carry, x)["params"]
-  prep = cell.apply({"params": params}, method=lambda c: c.prepare(dtype=jnp.float32))
-  leaves = jax.tree_util.tree_leaves(prep)
-  weights = [jax.random.normal(jax.random.key(i), jnp.shape(a), jnp.float32)
-             for i, a in enumerate(leaves)]
-
-  def f(p):
-    out = jax.tree_util.tree_leaves(
-        cell.apply({"params": p}, method=lambda c: c.prepare(dtype=jnp.float32)))
-    return sum(jnp.sum(a * w) for a, w in zip(out, weights))
-
-  @jax.jit
-  def run(p):
-    def body(_, q):
-      return jax.tree_util.tree_map(lambda a, b: a - 1e-6 * b, q, jax.grad(f)(q))
-    return jax.lax.fori_loop(0, PREPARE_INNER, body, p)
-
-  return run, params
+  return matrix_function.prepare_step(cell, params, jnp.float32, inner=PREPARE_INNER)
 
 
 def product_floor(n: int, steps: int, batch: int, k: int):
@@ -190,7 +176,7 @@ def _malloc_env() -> str:
   return " ".join(f"{k}={os.environ[k]}" for k in keys)
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   rows_all = sorted(cells_lib.CELLS) + sorted(VARIANTS)
   parser.add_argument("--cells", nargs="+", default=rows_all, choices=rows_all,
@@ -215,72 +201,85 @@ def main(argv=None) -> int:
                       help="add the prepare-alone column and the products-only floors "
                       "for k = 1 and the k recurrent kernels of each gated cell")
   parser.add_argument("--out", default=None, help="write the markdown table to this file")
-  args = parser.parse_args(argv)
+  return parser
 
-  header = ("| cell | n | T | batch | layer ms | nn.RNN ms | layer / floor | nn.RNN / layer |"
-            " layer min ms | nn.RNN min ms | prepare ms | (floor + prepare) / floor |"
-            " layer faults / iter |\n"
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-  rows = []
-  medians = {}  # (n, T, batch) -> {row label: layer median ms}
 
+HEADER = ("| cell | n | T | batch | layer ms | nn.RNN ms | layer / floor | nn.RNN / layer |"
+          " layer min ms | nn.RNN min ms | prepare ms | (floor + prepare) / floor |"
+          " layer faults / iter |\n"
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+
+def setting_entries(args, n: int, steps: int, batch: int) -> tuple[dict, list[str]]:
+  """The timed entries of one setting, ``{(row label, path): (step_fn, state)}``, and the
+  row labels in the table's order."""
   def layer(cell):
     return layers.Recurrent(cell, fused=args.fused,
                             input_projection=args.input_projection if args.fused else "auto")
 
-  print(header, flush=True)
-  fmt = lambda v: "-" if v is None else f"{v:.2f}"
-  for n in args.n:
-    for steps in args.T:
-      for batch in args.batch:
-        x = jax.random.normal(jax.random.key(2), (batch, steps, args.input_size))
-        names = [FLOOR] + [c for c in args.cells if c != FLOOR and runs_at(c, n)]
-        entries = {}
-        for name in names:
-          if "layer" in args.paths or name == FLOOR:
-            entries[(name, "layer")] = training_step(layer(build(name, n)), x)
-          if "nn.RNN" in args.paths:
-            entries[(name, "nn.RNN")] = training_step(nn.RNN(build(name, n)), x)
-          if args.explain:
-            prep = prepare_step(build(name, n), args.input_size)
-            if prep is not None:
-              entries[(name, "prepare")] = prep
-        wide = sorted({w for w in (getattr(build(c, n), "state_size", n) for c in names)
-                       if w != n})
-        for w in wide:  # the floor at a complex cell's state width [Re h | Im h]
-          entries[(f"{FLOOR} at n = {w} (state width)", "layer")] = training_step(
-              layer(build(FLOOR, w)), x)
-        if args.explain:
-          for k in product_counts(names):
-            entries[(f"products x {k}", "layer")] = product_floor(n, steps, batch, k)
-        res = {key: (t.median_ms, t.min_ms, t.faults_per_call) for key, t in
-               time_interleaved(entries, args.repeats, args.warmup + 1).items()}
-        floor = res[(FLOOR, "layer")][0]
-        labels = [nm for nm in names if nm != FLOOR or FLOOR in args.cells]
-        labels += [f"{FLOOR} at n = {w} (state width)" for w in wide]
-        if args.explain:
-          labels += [f"products x {k}" for k in product_counts(names)]
-        for name in labels:
-          lay, lay_min, lay_faults = res.get((name, "layer"), (None, None, None))
-          rnn, rnn_min, _ = res.get((name, "nn.RNN"), (None, None, None))
-          prep = res.get((name, "prepare"), (None, None, None))[0]
-          prep = None if prep is None else prep / PREPARE_INNER
-          ratio_floor = None if lay is None else lay / floor
-          ratio_rnn = None if (lay is None or rnn is None) else rnn / lay
-          bound = None if prep is None else (floor + prep) / floor
-          label = f"{name} (floor)" if name == FLOOR else name
-          row = (f"| {label} | {n} | {steps} | {batch} | {fmt(lay)} | {fmt(rnn)} | "
-                 f"{fmt(ratio_floor)} | {fmt(ratio_rnn)} | {fmt(lay_min)} | {fmt(rnn_min)} | "
-                 f"{fmt(prep)} | {fmt(bound)} | "
-                 f"{'-' if lay_faults is None else f'{lay_faults:.0f}'} |")
-          rows.append(row)
-          print(row, flush=True)
-        medians[(n, steps, batch)] = {nm: res[(nm, "layer")][0] for nm in labels
-                                      if (nm, "layer") in res}
-        medians[(n, steps, batch)][FLOOR] = floor
-        del entries, res
-        if args.out:  # after every setting: a crash loses at most the setting it was in
-          _write(args.out, argv, args, header, rows, medians)
+  x = jax.random.normal(jax.random.key(2), (batch, steps, args.input_size))
+  names = [FLOOR] + [c for c in args.cells if c != FLOOR and runs_at(c, n)]
+  entries = {}
+  for name in names:
+    if "layer" in args.paths or name == FLOOR:
+      entries[(name, "layer")] = training_step(layer(build(name, n)), x)
+    if "nn.RNN" in args.paths:
+      entries[(name, "nn.RNN")] = training_step(nn.RNN(build(name, n)), x)
+    prep = prepare_step(build(name, n), args.input_size) if args.explain else None
+    if prep is not None:
+      entries[(name, "prepare")] = prep
+  wide = sorted({w for w in (getattr(build(c, n), "state_size", n) for c in names) if w != n})
+  for w in wide:  # the floor at a complex cell's state width [Re h | Im h]
+    entries[(f"{FLOOR} at n = {w} (state width)", "layer")] = training_step(
+        layer(build(FLOOR, w)), x)
+  counts = product_counts(names) if args.explain else []
+  for k in counts:
+    entries[(f"products x {k}", "layer")] = product_floor(n, steps, batch, k)
+  labels = [nm for nm in names if nm != FLOOR or FLOOR in args.cells]
+  labels += [f"{FLOOR} at n = {w} (state width)" for w in wide]
+  labels += [f"products x {k}" for k in counts]
+  return entries, labels
+
+
+def _fmt(v) -> str:
+  return "-" if v is None else f"{v:.2f}"
+
+
+def table_row(name: str, res: dict, floor: float, setting: tuple) -> str:
+  """One row of the table: the timings ``res`` of ``name`` against the ``floor``."""
+  lay, lay_min, lay_faults = res.get((name, "layer"), (None, None, None))
+  rnn, rnn_min, _ = res.get((name, "nn.RNN"), (None, None, None))
+  prep = res.get((name, "prepare"), (None, None, None))[0]
+  prep = None if prep is None else prep / PREPARE_INNER
+  ratio_floor = None if lay is None else lay / floor
+  ratio_rnn = None if (lay is None or rnn is None) else rnn / lay
+  bound = None if prep is None else (floor + prep) / floor
+  label = f"{name} (floor)" if name == FLOOR else name
+  n, steps, batch = setting
+  return (f"| {label} | {n} | {steps} | {batch} | {_fmt(lay)} | {_fmt(rnn)} | "
+          f"{_fmt(ratio_floor)} | {_fmt(ratio_rnn)} | {_fmt(lay_min)} | {_fmt(rnn_min)} | "
+          f"{_fmt(prep)} | {_fmt(bound)} | "
+          f"{'-' if lay_faults is None else f'{lay_faults:.0f}'} |")
+
+
+def main(argv=None) -> int:
+  args = _parser().parse_args(argv)
+  rows = []
+  medians = {}  # (n, T, batch) -> {row label: layer median ms}
+  print(HEADER, flush=True)
+  for setting in [(n, t, b) for n in args.n for t in args.T for b in args.batch]:
+    entries, labels = setting_entries(args, *setting)
+    res = {key: (t.median_ms, t.min_ms, t.faults_per_call) for key, t in
+           time_interleaved(entries, args.repeats, args.warmup + 1).items()}
+    floor = res[(FLOOR, "layer")][0]
+    for name in labels:
+      rows.append(table_row(name, res, floor, setting))
+      print(rows[-1], flush=True)
+    medians[setting] = {nm: res[(nm, "layer")][0] for nm in labels if (nm, "layer") in res}
+    medians[setting][FLOOR] = floor
+    del entries, res
+    if args.out:  # after every setting: a crash loses at most the setting it was in
+      _write(args.out, argv, args, HEADER, rows, medians)
   return 0
 
 

@@ -47,13 +47,13 @@ import sys
 from typing import Any, Callable, Optional
 
 import jax
-import jax.numpy as jnp
 import optax
 from flax import linen as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cells import build, runs_at  # noqa: E402
+import matrix_function  # noqa: E402  (benchmarks/matrix_function.py)
 from timing import (command_line, cpu_model, git_commit, measured_on,  # noqa: E402
                     median_interval, time_interleaved)
 
@@ -154,27 +154,8 @@ def training_step(make, form: str, batch: tuple, vocab: int, params=None):
 
 def prepare_step(make, params, dtype):
   """``(fn, state)``: one jitted forward and backward pass of the encoder cell's
-  ``prepare`` alone, under ``sum(sin(prep) * w)`` with a fixed random ``w``: a cotangent
-  that depends on the forward values and has no structure, as a loss's does. (A linear
-  objective lets XLA drop the forward output, and ``0.5 ||prep||^2`` hands the backward
-  pass the output itself: both measured the nnRNN's ``expm`` and Schur form 1.5x cheaper
-  than the same ``prepare`` costs inside the model.)"""
-  cell = make()
-  prep = cell.apply({"params": params["enc"]}, method=lambda c: c.prepare(dtype=dtype))
-  leaves = jax.tree_util.tree_leaves(prep)
-  weights = [jax.random.normal(jax.random.key(i), jnp.shape(a), a.dtype)
-             for i, a in enumerate(leaves)]
-
-  def loss(p):
-    out = jax.tree_util.tree_leaves(
-        cell.apply({"params": p}, method=lambda c: c.prepare(dtype=dtype)))
-    return sum(jnp.sum(jnp.sin(a) * w) for a, w in zip(out, weights))
-
-  @jax.jit
-  def step(p):  # the parameters stay (almost) where they are: expm's cost depends on them
-    return jax.tree_util.tree_map(lambda a, g: a - 1e-9 * g, p, jax.grad(loss)(p))
-
-  return step, params["enc"]
+  ``prepare`` alone (:func:`matrix_function.prepare_step`)."""
+  return matrix_function.prepare_step(make(), params["enc"], dtype)
 
 
 def factory(name: str, n: int, options: Optional[dict] = None) -> Callable[..., Any]:

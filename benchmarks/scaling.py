@@ -116,7 +116,7 @@ def plot(rows: list[dict], path: str) -> None:
   fig.savefig(path, dpi=120)
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--cell", default="exprnn")
   parser.add_argument("--n", type=int, nargs="+", default=[128])
@@ -135,30 +135,34 @@ def main(argv=None) -> None:
   parser.add_argument("--plot", help="PNG of time and memory against T of the settings in "
                                      "--json (after this run's, if any)")
   parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: one setting, JSON out
-  args = parser.parse_args(argv)
-  if args.one:
-    print(json.dumps(measure(**json.loads(args.one))))
-    return
-  if args.plot and not args.T:  # plot what --json already holds
-    plot(_read_rows(args.json), args.plot)
-    return
-  rows = []
+  return parser
+
+
+def settings(args) -> list[dict]:
+  """Every setting the arguments ask for: each size, batch, rematerialisation and length."""
+  out = []
   for n in args.n:
     for batch in args.batch:
       variants = [] if args.no_plain else [(False, None)]
       variants += [(True, None)] if args.checkpoint else []
       variants += [(False, int(k) if k.isdigit() else k) for k in args.segment]
-      for checkpoint, segment in variants:
-        for T in args.T:
-          setting = dict(cell=args.cell, n=n, T=T, batch=batch, checkpoint=checkpoint,
-                         loss=args.loss, repeats=args.repeats, segment=segment)
-          r = subprocess.run([sys.executable, os.path.abspath(__file__), "--one",
-                              json.dumps(setting)], capture_output=True, text=True)
-          if r.returncode:
-            rows.append({**setting, "error": r.stderr.strip().splitlines()[-1][:200]})
-          else:
-            rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
-          print(json.dumps(rows[-1]), flush=True)
+      out += [dict(cell=args.cell, n=n, T=T, batch=batch, checkpoint=checkpoint,
+                   loss=args.loss, repeats=args.repeats, segment=segment)
+              for checkpoint, segment in variants for T in args.T]
+  return out
+
+
+def measure_in_process(setting: dict) -> dict:
+  """One setting measured in a fresh process (its peak RSS is its own), or its error."""
+  r = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", json.dumps(setting)],
+                     capture_output=True, text=True)
+  if r.returncode:
+    return {**setting, "error": r.stderr.strip().splitlines()[-1][:200]}
+  return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def table(rows: list[dict]) -> str:
+  """The Markdown table of ``rows`` and the linear fit of time in ``T`` per setting."""
   lines = ["| n | batch | remat | T | ms / iteration | peak RSS MiB |", "|---|---|---|---|---|---|"]
   for r in rows:
     lines.append(f"| {r['n']} | {r['batch']} | {_remat(r)} | {r['T']} | "
@@ -174,7 +178,22 @@ def main(argv=None) -> None:
       a, b = fit_linear(*zip(*pts))
       lines.append(f"n={key[0]} batch={key[1]} remat={key[2]}: ms = {a:.2f} + {b * 1e3:.3f} "
                    f"us x T")
-  text = "\n".join(lines)
+  return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+  args = _parser().parse_args(argv)
+  if args.one:
+    print(json.dumps(measure(**json.loads(args.one))))
+    return
+  if args.plot and not args.T:  # plot what --json already holds
+    plot(_read_rows(args.json), args.plot)
+    return
+  rows = []
+  for setting in settings(args):
+    rows.append(measure_in_process(setting))
+    print(json.dumps(rows[-1]), flush=True)
+  text = table(rows)
   print(text)
   if args.out:
     with open(args.out, "w") as f:

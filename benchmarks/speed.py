@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import math
 import os
 import platform
 import statistics
@@ -90,7 +89,7 @@ def _random_batch(setting: dict, seed: int):
 
 def jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: str = "auto",
                seed: int = 0, persistent_interpret: bool = False, dtype: str = "float32"):
-  """The JAX variants of a setting.
+  """The JAX variants of a setting (``benchmarks/speed_jax.py``, imported here: it loads JAX).
 
   Returns:
     ``(models, flops, losses)``: ``{variant: (step_fn, state)}`` with ``step_fn(state) ->
@@ -101,231 +100,10 @@ def jax_models(setting: dict, unroll: int, expm: str = "taylor", projection: str
     ``persistent_interpret``). ``dtype``: of the parameters, data and states (float64 needs
     JAX's x64 mode).
   """
-  import jax
-  import jax.numpy as jnp
-  import numpy as np
-  import optax
+  import speed_jax  # benchmarks/ is on sys.path (top of this file)
 
-  from lvf_jax import geometry, recurrences
-  from lvf_jax.layers import IN_LOOP_RATIO
-
-  T, n, B, d, C = (setting[k] for k in ("T", "n", "B", "d_in", "classes"))
-  every = setting["every_step"]
-  x, y = _random_batch(setting, seed)
-  dtype = jnp.dtype(dtype)
-  x, y = jnp.asarray(x, dtype), jnp.asarray(y)
-
-  keys = jax.random.split(jax.random.key(seed), 4)
-  angles = jax.random.uniform(keys[0], (n // 2,), dtype, -np.pi, np.pi)
-  skew = jnp.zeros((n, n), dtype).at[2 * jnp.arange(n // 2),
-                                           2 * jnp.arange(n // 2) + 1].set(angles)
-  exp_params = {
-      "skew": skew,
-      "w_in": jax.random.normal(keys[1], (d, n), dtype) / math.sqrt(d),
-      "bias": jax.random.uniform(keys[2], (n,), dtype, -0.01, 0.01),
-      # (C, n) like torch.nn.Linear: the weight gradient dlogits^T H is then a (C, TB) x
-      # (TB, n) product, ~3x faster on XLA:CPU than H^T dlogits, (n, TB) x (TB, C).
-      "w_out": jax.random.normal(keys[3], (C, n), dtype) / math.sqrt(n),
-      "b_out": jnp.zeros((C,), dtype),
-  }
-  tanh_params = {
-      "w": jax.nn.initializers.orthogonal()(keys[0], (n, n), dtype),
-      "w_in": exp_params["w_in"], "b": jnp.zeros((n,), dtype),
-      "w_out": exp_params["w_out"], "b_out": exp_params["b_out"],
-  }
-  h0 = jnp.zeros((B, n), dtype)
-  opt = optax.rmsprop(1e-3)
-
-  def orthogonal_kernel(p, method="jsl"):
-    a = jnp.triu(p["skew"], 1)
-    m = geometry.expm_taylor(a - a.T) if method == "taylor" else jax.scipy.linalg.expm(a - a.T)
-    return m.T  # row form K = M^T
-
-  def modrelu(z, b):
-    return jnp.sign(z) * jnp.maximum(jnp.abs(z) + b[None, :], 0.0)
-
-  y_onehot = jax.nn.one_hot(y, C, dtype=dtype)
-
-  def cross_entropy(logits):
-    # Softmax cross-entropy against a constant one-hot target (no gather/scatter).
-    m = jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True))
-    lse = jnp.log(jnp.sum(jnp.exp(logits - m), axis=-1)) + m[..., 0]
-    return jnp.mean(lse - jnp.sum(logits * y_onehot, axis=-1))
-
-  # Large products are written on 2-D operands: on XLA:CPU an einsum / dot_general on the
-  # 3-D (T, B, n) array and its autodiff transpose were 4-6x slower than the same product
-  # on the (T B, n) reshape (layout copies of the whole sequence).
-  def readout_loss(p, hs, h_last):
-    if every:
-      logits = hs.reshape((T * B, n)) @ p["w_out"].T + p["b_out"][None, :]
-      return cross_entropy(logits.reshape((T, B, C)))
-    return cross_entropy(h_last @ p["w_out"].T + p["b_out"][None, :])
-
-  def project(p):
-    if d == 1:
-      return x * p["w_in"][None, :, :]  # (T, B, 1) * (1, 1, n): an outer product
-    return (x.reshape((T * B, d)) @ p["w_in"]).reshape((T, B, n))
-
-  # 'auto': the rule of lvf_jax.layers.Recurrent (in the loop when IN_LOOP_RATIO d <= n)
-  inloop = projection == "inloop" or (projection == "auto" and IN_LOOP_RATIO * d <= n)
-
-  def fused_scan(k, p, b, activation):
-    if inloop:  # u_t = x_t W_in inside the loop: no (T, B, n) projected sequence
-      return recurrences.rnn_scan(k, x, h0, b, activation=activation, input_kernel=p["w_in"],
-                            unroll=unroll)
-    # the XLA loop, which the persistent kernel's variant is measured against
-    return recurrences.rnn_scan(k, project(p), h0, b, activation=activation, unroll=unroll,
-                                persistent=False)
-
-  def loss_lvf(p, kernel=None):
-    k = orthogonal_kernel(p, expm) if kernel is None else kernel
-    h_last, hs = fused_scan(k, p, p["bias"], "modrelu")
-    return readout_loss(p, hs, h_last)
-
-  def loss_plain(p):
-    k = orthogonal_kernel(p)
-
-    def body(h, x_t):
-      h = modrelu(x_t @ p["w_in"] + h @ k, p["bias"])
-      return h, h
-
-    h_last, hs = jax.lax.scan(body, h0, x)
-    return readout_loss(p, hs, h_last)
-
-  def loss_tanh(p):
-    def body(h, x_t):
-      h = jnp.tanh(x_t @ p["w_in"] + h @ p["w"] + p["b"][None, :])
-      return h, h
-
-    h_last, hs = jax.lax.scan(body, h0, x)
-    return readout_loss(p, hs, h_last)
-
-  def loss_tanh_fused(p):
-    h_last, hs = fused_scan(p["w"], p, p["b"], "tanh")
-    return readout_loss(p, hs, h_last)
-
-  def loss_tanh_persistent(p):
-    h_last, hs = recurrences.persistent_rnn_scan(
-        p["w"], project(p) + p["b"][None, None, :], h0, interpret=persistent_interpret)
-    return readout_loss(p, hs, h_last)
-
-  def train_step(loss_fn):
-    @jax.jit
-    def step(state):
-      p, s = state
-      loss, g = jax.value_and_grad(loss_fn)(p)
-      upd, s = opt.update(g, s, p)
-      return optax.apply_updates(p, upd), s, loss
-    return lambda state: step(state)[:2]
-
-  def floor_fn():
-    k = orthogonal_kernel(exp_params)
-    c0 = jax.random.normal(keys[1], (B, n), dtype) / math.sqrt(n)
-    g0 = jax.random.normal(keys[2], (B, n), dtype) / math.sqrt(n)
-
-    @jax.jit
-    def floor(state):
-      k, h0, c0 = state
-
-      def fwd(h, _):
-        h = h @ k
-        return h, h
-
-      def bwd(c, _):
-        c = c @ k.T
-        return c, c
-
-      _, hs = jax.lax.scan(fwd, h0, None, length=T, unroll=unroll)
-      _, cs = jax.lax.scan(bwd, c0, None, length=T, unroll=unroll)
-      dk = jax.lax.dot_general(hs.reshape((T * B, n)), cs.reshape((T * B, n)),
-                               (((0,), (0,)), ((), ())))
-      return k, h0 + 1e-30 * dk[:1, :], c0
-
-    return floor, (k, g0, c0)
-
-  models = {
-      "lvf_jax": (train_step(loss_lvf), (exp_params, opt.init(exp_params))),
-      "floor": floor_fn(),
-      "jax_plain": (train_step(loss_plain), (exp_params, opt.init(exp_params))),
-      "jax_tanh": (train_step(loss_tanh), (tanh_params, opt.init(tanh_params))),
-      "lvf_jax_tanh": (train_step(loss_tanh_fused), (tanh_params, opt.init(tanh_params))),
-      "lvf_jax_persistent": (train_step(loss_tanh_persistent),
-                             (tanh_params, opt.init(tanh_params))),
-  }
-  losses = {"lvf_jax": (loss_lvf, exp_params), "jax_plain": (loss_plain, exp_params),
-            "jax_tanh": (loss_tanh, tanh_params), "lvf_jax_tanh": (loss_tanh_fused, tanh_params),
-            "lvf_jax_persistent": (loss_tanh_persistent, tanh_params)}
-
-  # ---- diagnostics
-  def loss_hoisted(p):
-    k = orthogonal_kernel(p, expm)
-    h_last, hs = recurrences.rnn_scan(k, project(p), h0, p["bias"], activation="modrelu",
-                                unroll=unroll)
-    return readout_loss(p, hs, h_last)
-
-  # copy: the loss reads every state; MNIST: only the last one.
-  hs_const = jnp.tanh(jax.random.normal(keys[2], (T if every else 1, B, n), dtype))
-  g_expm = jax.random.normal(keys[3], (n, n), dtype) * 1e-3
-
-  def loss_no_recurrence(p, hs):
-    # The work of the lvf_jax step that the floor does not contain and that no fused
-    # recurrence removes: expm fwd+bwd, readout + loss (fwd and bwd, including the state
-    # cotangent dH), optimiser. (The input-projection gradient is left out: a lower bound.)
-    k = orthogonal_kernel(p, expm)
-    return readout_loss(p, hs, hs[-1]) + jnp.sum(k * g_expm)
-
-  @jax.jit
-  def no_recurrence_step(state):
-    p, s, _ = state
-    (g, dhs) = jax.grad(loss_no_recurrence, argnums=(0, 1))(p, hs_const)
-    upd, s = opt.update(g, s, p)
-    return optax.apply_updates(p, upd), s, dhs  # dH is materialised, as in the real step
-
-  models["diag_lvf_jax_hoisted"] = (train_step(loss_hoisted),
-                                    (exp_params, opt.init(exp_params)))
-  models["diag_no_recurrence"] = (no_recurrence_step,
-                                  (exp_params, opt.init(exp_params), hs_const))
-  k_fixed = orthogonal_kernel(exp_params)
-  no_expm = {kk: v for kk, v in exp_params.items()}
-  no_expm["kernel"] = k_fixed
-  models["diag_lvf_jax_no_expm"] = (
-      train_step(lambda p: loss_lvf(p, kernel=p["kernel"])), (no_expm, opt.init(no_expm)))
-
-  g_rand = jax.random.normal(keys[3], (n, n), dtype)
-
-  def expm_fwd_bwd(method):
-    @jax.jit
-    def f(state):
-      sk, = state
-      gr = jax.grad(lambda s: jnp.sum(orthogonal_kernel({"skew": s}, method) * g_rand))(sk)
-      return (sk + 1e-30 * gr,)
-    return f
-
-  models["diag_expm_jsl"] = (expm_fwd_bwd("jsl"), (exp_params["skew"],))
-  models["diag_expm_taylor"] = (expm_fwd_bwd("taylor"), (exp_params["skew"],))
-
-  @jax.jit
-  def step_products(state):
-    k, h = state
-
-    def fwd(h, _):
-      return h @ k, None
-
-    h, _ = jax.lax.scan(fwd, h, None, length=T, unroll=unroll)
-    return k, h
-
-  models["diag_step_products"] = (step_products, (k_fixed, h0 + 0.1))
-  big_a = jax.random.normal(keys[0], (T * B, n), dtype)
-
-  @jax.jit
-  def big_product(state):
-    a, acc = state
-    return a, acc + jax.lax.dot_general(a, a, (((0,), (0,)), ((), ())))
-
-  models["diag_big_product"] = (big_product, (big_a, jnp.zeros((n, n), dtype)))
-  flops = {"diag_step_products": 2.0 * T * B * n * n, "diag_big_product": 2.0 * T * B * n * n,
-           "floor": 3 * 2.0 * T * B * n * n}
-  return models, flops, losses
+  return speed_jax.jax_models(setting, _random_batch(setting, seed), unroll, expm, projection,
+                              seed, persistent_interpret, dtype)
 
 
 # --------------------------------------------------------------------------- torch

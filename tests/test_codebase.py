@@ -65,7 +65,7 @@ def _span(fn) -> int:
 
 def test_no_function_spans_more_than_60_lines():
   too_long = []
-  for folder in ("lvf_jax", "configs", "experiments"):
+  for folder in ("lvf_jax", "configs", "experiments", "benchmarks"):
     for path in sorted(glob.glob(os.path.join(ROOT, folder, "**", "*.py"), recursive=True)):
       with open(path) as f:
         tree = ast.parse(f.read())
@@ -107,6 +107,30 @@ def _package_imports(package: str) -> dict:
 def test_the_experiments_have_no_import_cycle():
   graph = _package_imports("experiments")
   assert "experiments.reproduce.runner" in graph["experiments.reproduce.pages"]
+  assert not find_cycles(graph), find_cycles(graph)
+
+
+def _script_imports(folder: str) -> dict:
+  """``{script: scripts of folder it imports}`` for a folder of scripts that put their own
+  folder on ``sys.path`` and import each other by bare name (``benchmarks/``)."""
+  paths = glob.glob(os.path.join(ROOT, folder, "*.py"))
+  stems = {os.path.basename(p)[:-3] for p in paths}
+  graph = {}
+  for path in paths:
+    found = set()
+    for node in ast.walk(ast.parse(open(path).read())):
+      if isinstance(node, ast.Import):
+        found |= {a.name for a in node.names}
+      elif isinstance(node, ast.ImportFrom) and node.module:
+        found.add(node.module)
+    me = os.path.basename(path)[:-3]
+    graph[me] = {n for n in found if n in stems and n != me}
+  return graph
+
+
+def test_the_benchmarks_have_no_import_cycle():
+  graph = _script_imports("benchmarks")
+  assert "speed_jax" in graph["speed"] and "timing" in graph["cells"]
   assert not find_cycles(graph), find_cycles(graph)
 
 
