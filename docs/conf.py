@@ -232,3 +232,23 @@ def write_api_pages() -> None:
 
 
 write_api_pages()
+
+
+def skip_member(app, what, name, obj, skip, options):  # pylint: disable=unused-argument
+  """Leaves out of a class's page what is not the class's own: Flax's bookkeeping fields of
+  every Linen module (``parent``, ``scope`` and the ``name`` that defaults to None), and a
+  field whose default is a function of another library (a jax initialiser, whose docstring
+  is jax's, not the field's: the class's Attributes section says what the field is)."""
+  import inspect
+
+  if what != "class":
+    return None
+  if name in ("parent", "scope") or (name == "name" and obj is None):
+    return True
+  if inspect.isfunction(obj) and not (obj.__module__ or "").startswith("lvf_jax"):
+    return True
+  return None
+
+
+def setup(app):
+  app.connect("autodoc-skip-member", skip_member)

@@ -57,15 +57,33 @@ def cayley_haar(key, shape, dtype=jnp.float32):
 FIELDS = {"cayley_haar": lambda: geometry.rotation_field(lambda *a: cayley_haar(*a))}
 
 
+class RatedLVF(cells.LVFRNNCell):
+  """The natural parametrisation with the stored field scaled by ``rate``: ``V = rate
+  (P(W) + G(a))``, started at the same field (``W / rate``), so one Adam step moves ``V``
+  ``rate`` times as far: the field's learning rate relative to the other weights'."""
+  rate: float = 1.0
+
+  def field(self):
+    return geometry.with_divergence(self.rate * self.vector_field, self.rate * self.divergence)
+
+
+def _scaled(init, factor: float):
+  return lambda key, shape, dtype=jnp.float32: init(key, shape, dtype) * factor
+
+
 def make_cell(model: str, n: int, integrator: str = "", parametrization: str = "natural",
-              tau: float = 1.0, init: str = ""):
+              tau: float = 1.0, init: str = "", rate: float = 1.0):
   """``'tanh'`` (the tanh RNN) or ``'lvf'`` (the lvfRNN with tanh; ``integrator`` and
-  ``init`` empty: the cell's defaults, ``init`` else a key of :data:`FIELDS`)."""
+  ``init`` empty: the cell's defaults, ``init`` else a key of :data:`FIELDS`; ``rate``
+  other than 1: :class:`RatedLVF`)."""
   if model == "tanh":
     return cells.TanhRNNCell(n)
   chosen = {"integrator": integrator} if integrator else {}
-  if init:
-    chosen["vector_field_init"] = FIELDS[init]()
+  field_init = FIELDS[init]() if init else geometry.rotation_field()
+  if init or rate != 1:
+    chosen["vector_field_init"] = _scaled(field_init, 1 / rate)
+  if rate != 1:
+    return RatedLVF(n, parametrization=parametrization, tau=tau, rate=rate, **chosen)
   return cells.LVFRNNCell(n, parametrization=parametrization, tau=tau, **chosen)
 
 
@@ -176,12 +194,12 @@ def run(tasks, sizes, lrs, steps: int, variants=None, seeds=(0,)) -> list[dict]:
 def table(rows: list[dict]) -> str:
   """The record's rows as a Markdown table."""
   out = ["| task | n | Adam lr | steps | seed | model | parametrisation | integrator | tau | "
-         "initial field | first loss | last loss | last accuracy |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "initial field | field rate | first loss | last loss | last accuracy |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
   for r in rows:
     lvf = r["model"] == "lvf"
     cell = ((r.get("parametrization", "natural"), r.get("integrator", "—"), r.get("tau", 1),
-             r.get("init") or "default") if lvf else ("—",) * 4)
+             r.get("init") or "default", r.get("rate", 1)) if lvf else ("—",) * 5)
     out.append(f"| {r['task']} | {r['n']} | {r['lr']:g} | {r['steps']} | {r.get('seed', 0)} | "
                f"{'lvfRNN' if lvf else 'tanh RNN'} | {' | '.join(map(str, cell))} | "
                f"{r['first_loss']:.3g} | {r['last_loss']:.3g}"

@@ -123,6 +123,19 @@ def test_the_link_check_can_fail(tmp_path):
   assert broken_links(tmp_path) == ["a.html -> b.html", "a.html -> a.html#x (no such anchor)"]
 
 
+def test_the_api_pages_show_the_cells_own_fields_and_render_their_equations(site):
+  """A cell's entry lists its own fields, not Flax's bookkeeping (``parent``, ``scope``)
+  or jax's initialiser docstrings, and its docstring's equations are math."""
+  names = _inventory(site)
+  assert "lvf_jax.cells.LVFRNNCell.tau" in names
+  assert "lvf_jax.cells.LVFRNNCell.parent" not in names
+  assert "lvf_jax.cells.LVFRNNCell.scope" not in names
+  text = (site / "api" / "cells.html").read_text()
+  assert "An initializer that returns" not in text
+  entry = text.split('id="lvf_jax.cells.LVFRNNCell"', 1)[1].split('id="lvf_jax.cells.', 1)[0]
+  assert 'class="math' in entry, entry[:2000]
+
+
 def test_every_model_family_and_notebook_is_rendered(site):
   for family in ("lvf", "orthogonal", "ncgru", "antisymmetric", "nnrnn", "unitary", "soft",
                  "baselines"):

@@ -21,15 +21,20 @@ PARAMETRIZATIONS = ("natural", "paper")
 
 
 class LVFRNNCell(base.KernelCell):
-  r"""lvfRNN cell, eq (6): ``h_t = sigma(C_V h_{t-1} + U x_t + b)``.
+  r"""lvfRNN cell (Azencot, Erichson, Ben-Chen & Mahoney 2021, arXiv:2102.09589), eq (6):
+
+  .. math::
+
+     h_t = \sigma(C_V h_{t-1} + U x_t + b).
 
   Row form (this library's convention): ``h_t = sigma(h_{t-1} @ K + x_t @ U + b)`` with
   ``K = C_V^T``, where ``C_V`` is the integrator map of the directional-derivative operator
-  ``D_V = R_V - T_V`` (eqs 9-10) of the latent vector field ``V``:
+  :math:`D_V = R_V - T_V` (eqs 9-10) of the latent vector field ``V``:
 
-  * ``'euler'`` (eq 5): ``C_V = I - tau D_V``;
-  * ``'midpoint'`` (eq 16, Cayley): ``C_V = (I + tau/2 D_V)^{-1} (I - tau/2 D_V)``;
-  * ``'exp'`` (eq 3): ``C_V = exp(-tau D_V)``.
+  * ``'euler'`` (eq 5): :math:`C_V = I - \tau D_V`;
+  * ``'midpoint'`` (eq 16, Cayley):
+    :math:`C_V = (I + \tfrac{\tau}{2} D_V)^{-1} (I - \tfrac{\tau}{2} D_V)`;
+  * ``'exp'`` (eq 3): :math:`C_V = \exp(-\tau D_V)`.
 
   The parameter ``vector_field`` is a full ``n x n`` matrix, but ``D_V`` depends on it only
   through ``V^T - V`` (its diagonal is ignored and receives zero gradient): the model has

@@ -19,7 +19,8 @@ Array = jax.Array
 
 
 class NNRNNCell(base.KernelCell):
-  r"""nnRNN cell, eq (5): ``V = P (Lambda + T) P^T``, ``h_t = modReLU(V h_{t-1} + U x_t, b)``.
+  r"""nnRNN cell, eq (5): :math:`V = P (\Lambda + T) P^\top`,
+  :math:`h_t = \mathrm{modReLU}(V h_{t-1} + U x_t, b)`.
 
   ``Lambda`` is block-diagonal with blocks ``gamma_i [[cos theta_i, -sin theta_i],
   [sin theta_i, cos theta_i]]`` and ``T`` is *strictly lower* triangular in the paper's
