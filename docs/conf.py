@@ -159,6 +159,7 @@ API_MODULES = (
     ("recurrences", "The custom-VJP scans."),
     ("regularization", "The 'losses' collection the cells sow their penalties into."),
     ("cells", "The Flax cells."),
+    ("nnx", "Flax NNX front ends of the cells, from the same definitions."),
     ("layers", "The sequence layer `Recurrent`."),
     ("models", "Stacks, heads, parameter counting and budgets."),
     ("diagnostics", "Spectra, gradient flow, memory, probes and plots."),

@@ -25,7 +25,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PUBLIC_MODULES = ("geometry", "recurrences", "regularization", "cells", "layers", "models",
+PUBLIC_MODULES = ("geometry", "recurrences", "regularization", "cells", "nnx", "layers", "models",
                   "diagnostics", "optim", "tasks", "data", "train", "zoo")
 #: Pages whose Python examples need data or minutes of training, run elsewhere (the main
 #: job, the reproduction harness).

@@ -3,7 +3,7 @@
 Every ``import`` of an ``lvf_jax`` module is read from the source (function-level imports
 included), and importing ``lvf_jax.x.y`` from outside the package ``lvf_jax.x`` also counts as
 importing ``lvf_jax.x`` (its ``__init__`` runs first). The layers, from the bottom:
-``_validation`` (argument checks), ``_deprecation`` (old names) -> ``geometry`` -> ``recurrences``, ``regularization`` -> ``cells`` -> ``layers`` -> ``models``
+``_validation`` (argument checks), ``_deprecation`` (old names) -> ``geometry`` -> ``recurrences``, ``regularization`` -> ``cells`` -> ``layers``, ``nnx`` (the cells' NNX front ends) -> ``models``
 -> ``optim``, ``diagnostics`` -> ``tasks``, ``data`` -> ``train`` -> ``zoo``; a module imports only from its own
 layer's package or from layers below it.
 """
@@ -16,7 +16,7 @@ import pytest
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lvf_jax")
 
 LAYERS = {"_validation": -1, "_deprecation": -1, "geometry": 0, "recurrences": 1, "regularization": 1, "cells": 2, "layers": 3,
-          "models": 4, "optim": 5, "diagnostics": 5, "tasks": 6, "data": 6, "train": 7, "zoo": 8}
+          "nnx": 3, "models": 4, "optim": 5, "diagnostics": 5, "tasks": 6, "data": 6, "train": 7, "zoo": 8}
 
 
 def _modules() -> dict[str, str]:

@@ -437,6 +437,26 @@ class StructuredCell(nn.RNNCellBase):
           f"initialize_carry.")
     return {}
 
+  def prepared_step(self, prep: Any, carry: Any, inputs: Array,
+                    options: tuple = ()) -> tuple[Any, Array]:
+    """One step with arrays ``prep`` of :meth:`prepare` (prepared for the carry options
+    ``options``): ``step(prep, carry, project_inputs(inputs))``, the step of
+    :class:`PreparedCell` and of the NNX front ends (:mod:`lvf_jax.nnx`).
+
+    Raises:
+      ValueError: for a carry the arrays were not prepared for (both widths named).
+    """
+    got = self.carry_options(carry)
+    if tuple(sorted(got.items())) != tuple(options):
+      n = self.features
+      raise ValueError(
+          f"PreparedCell of {type(self).__name__}: its arrays were prepared for a carry "
+          f"of width {dict(options).get('width', n)}, got a carry of width "
+          f"{got.get('width', n)}; call prepared(carry=...) with the loop's carry.")
+    u = self.project_inputs(inputs, **got)
+    dtype = input_dtype(u)
+    return self.step(cast_tree(prep, dtype), cast_tree(carry, dtype), u)
+
   def prepared(self, dtype: Optional[Dtype] = None, *, carry: Any = None) -> "PreparedCell":
     """This cell with :meth:`prepare` evaluated now, once: a cell for :class:`flax.linen.RNN`,
     :class:`flax.linen.Bidirectional`, :func:`flax.linen.scan` or a user's own cell that
@@ -503,16 +523,7 @@ class PreparedCell(nn.RNNCellBase):
     Raises:
       ValueError: for a carry the arrays were not prepared for (both widths named).
     """
-    options = self.cell.carry_options(carry)
-    if tuple(sorted(options.items())) != tuple(self.options):
-      n = self.cell.features
-      raise ValueError(
-          f"PreparedCell of {type(self.cell).__name__}: its arrays were prepared for a carry "
-          f"of width {dict(self.options).get('width', n)}, got a carry of width "
-          f"{options.get('width', n)}; call prepared(carry=...) with the loop's carry.")
-    u = self.cell.project_inputs(inputs, **options)
-    dtype = input_dtype(u)
-    return self.cell.step(cast_tree(self.prep, dtype), cast_tree(carry, dtype), u)
+    return self.cell.prepared_step(self.prep, carry, inputs, self.options)
 
   @nn.nowrap
   def initialize_carry(self, rng: Any, input_shape: tuple[int, ...]) -> Any:

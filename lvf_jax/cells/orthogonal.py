@@ -75,8 +75,8 @@ class ExpRNNCell(_OrthogonalCell):
   r"""expRNN cell (Lezcano-Casado & Martinez-Rubio 2019, eq 1 / Sec. 4).
 
   :math:`W = B \exp(A)`, ``A = triu(skew, 1) - triu(skew, 1)^T`` (column form), and
-  :math:`h_t = \mathrm{modReLU}(W h_{t-1} + U x_t, b)`; the input kernel ``U`` has no bias (the modReLU
-  bias plays that role). Row form: ``K = W^T``.
+  :math:`h_t = \mathrm{modReLU}(W h_{t-1} + U x_t, b)`; the input kernel ``U`` has no bias
+  (the modReLU bias plays that role). Row form: ``K = W^T``.
 
   Parameterisations (``orthogonal_param``):
 
