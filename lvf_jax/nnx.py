@@ -72,9 +72,18 @@ class NNXCell(nnx.RNNCellBase):
   linen: ClassVar[type] = None
 
   def __init__(self, in_features: int, hidden_features: int, *, rngs: nnx.Rngs,
-               **options: Any):
+               definition: Any = None, **options: Any):
+    """``definition``: a Linen structured cell to front (its class need not be this one's
+    :attr:`linen`; its ``features`` must be ``hidden_features``), in place of the family's
+    cell built with ``options``."""
     self.in_features, self.hidden_features = int(in_features), int(hidden_features)
-    self.definition = self.linen(self.hidden_features, **options)
+    if definition is None:
+      definition = self.linen(self.hidden_features, **options)
+    elif options or definition.features != self.hidden_features:
+      raise ValueError(f"{type(self).__name__}: with 'definition' give no options and "
+                       f"hidden_features={definition.features}; got hidden_features="
+                       f"{hidden_features} and options {sorted(options)}.")
+    self.definition = definition
     x = jnp.zeros((1, self.in_features), self.definition.param_dtype)
     carry = self.definition.initialize_carry(jax.random.key(0), x.shape)
     variables = self.definition.init(rngs.params(), carry, x)

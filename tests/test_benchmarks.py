@@ -343,3 +343,16 @@ def test_docs_flax_idioms_page_is_the_page_of_its_records():
   records = [json.load(open(os.path.join(root, path))) for path in flax_idioms.RECORDS]
   with open(os.path.join(root, "docs", "FLAX_IDIOMS.md")) as f:
     assert f.read() == flax_idioms.page(records[0], tuple(records[1:]))
+
+
+def test_the_nnx_step_benchmark_times_both_fronts(tmp_path):
+  import nnx_step  # pylint: disable=g-import-not-at-top
+  out = tmp_path / "nnx.md"
+  nnx_step.main(["--cells", "exprnn", "lstm", "--n", "4", "--T", "3", "--batch", "2",
+                 "--repeats", "2", "--out", str(out)])
+  rows = [line for line in out.read_text().splitlines() if line.startswith("| exprnn")
+          or line.startswith("| lstm")]
+  assert len(rows) == 2
+  for row in rows:
+    linen, nnx_ms, ratio = (float(v) for v in row.strip("| ").split(" | ")[1:])
+    assert linen > 0 and nnx_ms > 0 and abs(ratio - nnx_ms / linen) < 0.01 + 0.01 * ratio

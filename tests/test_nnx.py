@@ -149,3 +149,13 @@ def test_a_copy_run_through_nnx_optimizer_keeps_u_orthogonal_and_matches_linen()
   assert np.mean(nnx_losses[-20:]) < np.mean(nnx_losses[:20])
   u = model.cell.params["orthogonal_c"][...]
   np.testing.assert_allclose(u.T @ u, np.eye(8), atol=1e-4)
+
+
+def test_any_linen_structured_cell_gets_a_front_end():
+  definition = cells.LVFRNNCell(N, integrator="midpoint", tau=2.0)
+  cell = lnnx.NNXCell(D, N, rngs=nnx.Rngs(0), definition=definition)
+  x = _inputs()
+  want = nn.RNN(definition).apply({"params": {"cell": lnnx.to_linen(cell)["params"]}}, x)
+  np.testing.assert_allclose(nnx.RNN(cell.prepared())(x), want, rtol=0, atol=_tol(want))
+  with pytest.raises(ValueError, match="hidden_features=8"):
+    lnnx.NNXCell(D, N + 1, rngs=nnx.Rngs(0), definition=definition)
