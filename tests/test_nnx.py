@@ -159,3 +159,62 @@ def test_any_linen_structured_cell_gets_a_front_end():
   np.testing.assert_allclose(nnx.RNN(cell.prepared())(x), want, rtol=0, atol=_tol(want))
   with pytest.raises(ValueError, match="hidden_features=8"):
     lnnx.NNXCell(D, N + 1, rngs=nnx.Rngs(0), definition=definition)
+
+
+def _load(module, tree):
+  """Sets an NNX module's parameters from a nested dict of arrays."""
+  nnx.update(module, nnx.State(jax.tree_util.tree_map(nnx.Param, tree)))
+
+
+def test_the_lstm_computes_flax_nnx_lstmcell_from_the_same_weights():
+  ours = lnnx.LSTMCell(D, N, rngs=nnx.Rngs(0))  # nnx.LSTMCell's constructor arguments
+  theirs = nnx.LSTMCell(D, N, rngs=nnx.Rngs(1))
+  p = lnnx.to_linen(ours)["params"]
+  _load(theirs, {("if_" if k == "if" else k): v for k, v in p.items()})
+  x = _inputs()
+  want = nnx.RNN(theirs)(x)
+  np.testing.assert_allclose(nnx.RNN(ours.prepared())(x), want, rtol=0, atol=_tol(want))
+
+
+def test_the_gru_computes_flax_nnx_grucell_without_a_candidate_bias():
+  """Flax NNX's GRUCell has no bias on the hidden candidate block, Linen's (ours) has:
+  with that bias at zero (its initial value) both compute the same."""
+  ours = lnnx.GRUCell(D, N, rngs=nnx.Rngs(0))
+  theirs = nnx.GRUCell(D, N, rngs=nnx.Rngs(1))
+  p = lnnx.to_linen(ours)["params"]
+  assert not np.any(p["hn"]["bias"])
+  cat = lambda *a: jnp.concatenate(a, axis=-1)  # noqa: E731
+  _load(theirs, {
+      "dense_i": {"kernel": cat(*(p[g]["kernel"] for g in ("ir", "iz", "in"))),
+                  "bias": cat(*(p[g]["bias"] for g in ("ir", "iz", "in")))},
+      "dense_h": {"kernel": cat(*(p[g]["kernel"] for g in ("hr", "hz", "hn")))}})
+  x = _inputs()
+  want = nnx.RNN(theirs)(x)
+  np.testing.assert_allclose(nnx.RNN(ours.prepared())(x), want, rtol=0, atol=_tol(want))
+
+
+def test_the_cells_serve_nnx_bidirectional_and_a_users_own_cell():
+  fwd = lnnx.ScoRNNCell(D, N, rngs=nnx.Rngs(0))
+  bwd = lnnx.ScoRNNCell(D, N, rngs=nnx.Rngs(1))
+  x = _inputs()
+  both = nnx.Bidirectional(nnx.RNN(fwd.prepared()), nnx.RNN(bwd.prepared()))(x)
+  assert both.shape == (B, T, 2 * N)
+  np.testing.assert_allclose(both[..., :N], nnx.RNN(fwd)(x), rtol=0, atol=_tol(both))
+
+  class UserCell(nnx.RNNCellBase):
+    def __init__(self, rngs):
+      self.inner = lnnx.LVFRNNCell(D, N, rngs=rngs)
+      self.readout = nnx.Linear(N, 2, rngs=rngs)
+
+    def __call__(self, carry, x):
+      carry, y = self.inner(carry, x)
+      return carry, self.readout(y)
+
+    def initialize_carry(self, input_shape, rngs=None):
+      return self.inner.initialize_carry(input_shape, rngs)
+
+    @property
+    def num_feature_axes(self):
+      return 1
+
+  assert nnx.RNN(UserCell(nnx.Rngs(0)))(x).shape == (B, T, 2)
