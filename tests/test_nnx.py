@@ -218,3 +218,34 @@ def test_the_cells_serve_nnx_bidirectional_and_a_users_own_cell():
       return 1
 
   assert nnx.RNN(UserCell(nnx.Rngs(0)))(x).shape == (B, T, 2)
+
+
+def test_a_released_model_evaluates_to_its_card_through_its_nnx_cell():
+  """The copy lvfRNN of the zoo, its cell run as an NNX front end (``nnx.RNN`` of the
+  prepared cell, then the released read-out), measured by the training loop's evaluation
+  on the card's split: the card's figures within its tolerances."""
+  from lvf_jax import zoo
+  from lvf_jax.train import builders, loop, model_builder
+  name = "lvf-t4-copy-lvf-separate-rates"
+  check = zoo.card(name)["check"]
+  _, variables, c = zoo.load(name)
+  pipeline = builders.build_pipeline(c)
+  definition = model_builder.build_cells(c)[0]
+  params = variables["params"]
+  cell = lnnx.NNXCell(pipeline.input_size, definition.features, rngs=nnx.Rngs(0),
+                      definition=definition)
+  nnx.update(cell, nnx.State({"params": jax.tree_util.tree_map(
+      nnx.Param, dict(params["rnn"]["layer_0"]["cell"]))}))
+  head = params["head"]
+
+  def eval_step(params, extras, batch, carry):
+    del params, extras
+    outputs = nnx.RNN(cell.prepared())(batch.inputs) @ head["kernel"] + head["bias"][None, None]
+    metrics = dict(pipeline.eval_metrics(outputs, batch))
+    metrics["loss"] = pipeline.loss(outputs, batch)
+    metrics["weight"] = pipeline.batch_weight(batch)
+    return metrics, carry
+
+  got = loop.evaluate(eval_step, pipeline, None, None, check["split"])
+  for key, want in check["metrics"].items():
+    assert abs(got[key] - want) <= check["tolerance"][key] * max(1.0, abs(want)), (key, got)
