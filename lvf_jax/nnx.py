@@ -19,6 +19,7 @@ lvfRNN's ``lambda ||div V||^2``, nnRNN's terms, the soft orthogonal penalty) are
 
 Example::
 
+  import jax.numpy as jnp
   from flax import nnx
   from lvf_jax import nnx as lnnx
   cell = lnnx.LVFRNNCell(3, 16, rngs=nnx.Rngs(0))

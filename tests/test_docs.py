@@ -228,4 +228,4 @@ def test_docstring_examples_run(module, code):
 
 
 def test_every_docstring_example_is_collected():
-  assert {m for m, _ in _docstring_examples()} == {"tasks", "zoo", "data"}
+  assert {m for m, _ in _docstring_examples()} == {"tasks", "zoo", "data", "nnx"}
