@@ -100,6 +100,11 @@ def finding_lines(stored: dict) -> list[str]:
          f"reach the paper alone: {', '.join(alone) or 'none'}; changes without which the "
          f"preset falls short of it: {', '.join(needed) or 'none'}."] if judged else [
          "- No ablation row has 3 seeds at 10,000 steps yet."]
+  divs = [float(s["div"]) for s in complete.values()
+          if s["verdict"] in REACHES and s["div"] != "—"]
+  if divs:
+    out.append(f"- The trained field's `‖div V‖` (mean over seeds) of the rows that reach the "
+               f"paper: {min(divs):.3g} to {max(divs):.3g}.")
   return out + [f"- Rows not yet judged here (fewer seeds or steps): "
                 f"{', '.join(f'`{k}`' for k in pending) or 'none'}."]
 
