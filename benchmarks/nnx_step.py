@@ -23,7 +23,7 @@ import optax
 from flax import nnx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import command_line, measured_on, time_interleaved  # noqa: E402
+from timing import command_line, git_commit, measured_on, time_interleaved  # noqa: E402
 
 from lvf_jax import cells as cells_lib  # noqa: E402
 from lvf_jax import nnx as lnnx  # noqa: E402
@@ -118,7 +118,8 @@ def main(argv=None) -> int:
   for name in args.cells:
     rows[name] = measure(name, args.n, args.T, args.batch, args.repeats)
     print(f"{name}: {rows[name]}", flush=True)
-  text = (f"{measured_on()}; median of {args.repeats} interleaved iterations.\n"
+  text = (f"{measured_on()}, commit {git_commit()}; median of {args.repeats} interleaved "
+          f"iterations.\n"
           f"Command: {command_line('benchmarks/nnx_step.py', argv)}\n\n{table(rows)}\n")
   print(text)
   if args.out:
