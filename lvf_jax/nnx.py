@@ -79,7 +79,7 @@ class NNXCell(nnx.RNNCellBase):
     cell built with ``options``."""
     self.in_features, self.hidden_features = int(in_features), int(hidden_features)
     if definition is None:
-      definition = self.linen(self.hidden_features, **options)
+      definition = self.linen(self.hidden_features, **{**self.linen.nnx_defaults, **options})
     elif options or definition.features != self.hidden_features:
       raise ValueError(f"{type(self).__name__}: with 'definition' give no options and "
                        f"hidden_features={definition.features}; got hidden_features="

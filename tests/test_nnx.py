@@ -35,7 +35,7 @@ def _inputs():
 def test_an_nnx_cell_computes_the_linen_cell_from_the_same_parameters(name):
   cell = lnnx.NNX_CELLS[name](D, N, rngs=nnx.Rngs(0))
   x = _inputs()
-  linen = nn.RNN(cells.CELLS[name](N))
+  linen = nn.RNN(cell.definition.clone())  # the NNX cell's definition, as a Linen cell
   variables = {"params": {"cell": lnnx.to_linen(cell)["params"]}}
   want = linen.apply(variables, x)
   per_step, prepared = nnx.RNN(cell)(x), nnx.RNN(cell.prepared())(x)
@@ -47,7 +47,7 @@ def test_an_nnx_cell_computes_the_linen_cell_from_the_same_parameters(name):
 def test_gradients_equal_the_linen_cells(name):
   cell = lnnx.NNX_CELLS[name](D, N, rngs=nnx.Rngs(0))
   x = _inputs()
-  linen = nn.RNN(cells.CELLS[name](N))
+  linen = nn.RNN(cell.definition.clone())
   params = lnnx.to_linen(cell)["params"]
 
   def linen_loss(p):
@@ -190,13 +190,14 @@ def test_the_lstm_computes_flax_nnx_lstmcell_from_the_same_weights():
   _close(nnx.RNN(ours.prepared())(x), want)
 
 
-def test_the_gru_computes_flax_nnx_grucell_without_a_candidate_bias():
-  """Flax NNX's GRUCell has no bias on the hidden candidate block, Linen's (ours) has:
-  with that bias at zero (its initial value) both compute the same."""
+def test_the_gru_computes_flax_nnx_grucell_from_the_same_weights():
+  """Flax NNX's GRUCell has no bias on the hidden candidate block: the NNX front end leaves
+  it out by default (``GRUCell.nnx_defaults``), where the Linen cell keeps Linen's."""
   ours = lnnx.GRUCell(D, N, rngs=nnx.Rngs(0))
   theirs = nnx.GRUCell(D, N, rngs=nnx.Rngs(1))
   p = lnnx.to_linen(ours)["params"]
-  assert not np.any(p["hn"]["bias"])
+  assert "bias" not in p["hn"] and "bias" in cells.GRUCell(N).init(
+      jax.random.key(0), jnp.zeros((1, N)), jnp.zeros((1, D)))["params"]["hn"]
   cat = lambda *a: jnp.concatenate(a, axis=-1)  # noqa: E731
   _load(theirs, {
       "dense_i": {"kernel": cat(*(p[g]["kernel"] for g in ("ir", "iz", "in"))),
@@ -263,3 +264,13 @@ def test_a_released_model_evaluates_to_its_card_through_its_nnx_cell():
   got = loop.evaluate(eval_step, pipeline, None, None, check["split"])
   for key, want in check["metrics"].items():
     assert abs(got[key] - want) <= check["tolerance"][key] * max(1.0, abs(want)), (key, got)
+
+
+def test_the_gru_without_a_candidate_bias_runs_in_the_fused_scan():
+  from lvf_jax import layers
+  cell = cells.GRUCell(N, candidate_bias=False)
+  x = _inputs()
+  variables = nn.RNN(cell).init(jax.random.key(0), x)
+  want = nn.RNN(cell).apply(variables, x)
+  got = layers.Recurrent(cell, fused=True).apply(variables, x)
+  _close(got, want)

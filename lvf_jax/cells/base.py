@@ -309,7 +309,7 @@ class StructuredCell(nn.RNNCellBase):
 
   A family declares here what the rest of the library needs to know of it (class variables,
   overridden by the family's cell, not fields): :attr:`offered`, :attr:`hidden_multiple`
-  and :attr:`predated_values`. Registering it is one line of
+  :attr:`predated_values` and :attr:`nnx_defaults`. Registering it is one line of
   :data:`lvf_jax.cells.CELLS`.
 
   Attributes:
@@ -329,6 +329,9 @@ class StructuredCell(nn.RNNCellBase):
   #: Options whose default changed, each with the value a config written before the change
   #: had implicitly (read by :func:`lvf_jax.train.config.config_defaults`).
   predated_values: ClassVar[dict] = {}
+  #: Options whose NNX front end (:mod:`lvf_jax.nnx`) defaults differ, so that it computes
+  #: what Flax's NNX cell of the same name computes.
+  nnx_defaults: ClassVar[dict] = {}
 
   features: int
   dtype: Optional[Dtype] = None

@@ -124,9 +124,13 @@ class _FlaxGatedCell(base.StructuredCell):
       # setattr: 'if' (the LSTM's input-forget block) is a Python keyword.
       setattr(self, f"i{gate}", _DenseParams(gate in self.INPUT_BIAS, self.kernel_init,
                                              self.bias_init, self.param_dtype))
-      setattr(self, f"h{gate}", _DenseParams(gate in self.HIDDEN_BIAS,
+      setattr(self, f"h{gate}", _DenseParams(gate in self._hidden_bias_gates(),
                                              self.recurrent_kernel_init,
                                              self._hidden_bias_init(gate), self.param_dtype))
+
+  def _hidden_bias_gates(self) -> tuple[str, ...]:
+    """The gates whose hidden block has a bias (:attr:`HIDDEN_BIAS`)."""
+    return self.HIDDEN_BIAS
 
   def _hidden_bias_init(self, gate: str) -> base.Initializer:
     """The initialiser of gate ``gate``'s hidden-block bias (``bias_init`` for every gate)."""
@@ -268,7 +272,16 @@ class GRUCell(_FlaxGatedCell):
 
   Parameter tree of ``nn.GRUCell`` (``ir, iz, in`` kernels and biases; ``hr, hz``
   kernels; ``hn`` kernel and bias). One ``(B, n) x (n, 3n)`` recurrent product per step.
+
+  Attributes:
+    candidate_bias: the bias ``b_hn`` of the candidate's hidden block (Linen's
+      ``nn.GRUCell`` has it; ``flax.nnx.GRUCell`` has none, so the NNX front end,
+      :mod:`lvf_jax.nnx`, leaves it out by default).
   """
+
+  # flax.nnx.GRUCell computes n = tanh(x W_in + b_in + r * (h W_hn)): no candidate bias
+  nnx_defaults: ClassVar[dict] = {"candidate_bias": False}
+  candidate_bias: bool = True
 
   SCAN = "gru_scan"
   GATES = ("r", "z", "n")
@@ -280,11 +293,16 @@ class GRUCell(_FlaxGatedCell):
   def _hidden_state(self, carry: Array) -> Array:
     return carry
 
+  def _hidden_bias_gates(self) -> tuple[str, ...]:
+    return self.HIDDEN_BIAS if self.candidate_bias else ()
+
   @nn.nowrap
   def step(self, prep: Any, carry: Array, u: Array) -> tuple[Array, Array]:
     """``(h', h')`` from ``h`` and ``u = (x W_ir + b_ir, x W_iz + b_iz, x W_in + b_in)``
     (or those three concatenated; pure)."""
-    a = carry @ prep["kernel"] + base._match_rank(prep["bias"], carry)
+    a = carry @ prep["kernel"]
+    if prep["bias"] is not None:  # None: no hidden bias (candidate_bias=False)
+      a = a + base._match_rank(prep["bias"], carry)
     a_r, a_z, a_n = jnp.split(a, 3, axis=-1)
     u_r, u_z, u_n = base.split_inputs("GRUCell", u, 3, carry.shape[-1])
     r = self.gate_fn(u_r + a_r)
