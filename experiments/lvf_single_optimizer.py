@@ -54,7 +54,7 @@ def cayley_haar(key, shape, dtype=jnp.float32):
 
 
 #: Initial fields of ``make_cell``'s ``init``: ``W = -D / 2`` for the skew ``D`` drawn.
-FIELDS = {"cayley_haar": lambda: geometry.rotation_field(lambda *a: cayley_haar(*a))}
+FIELDS = {"cayley_haar": lambda: geometry.rotation_field(cayley_haar)}
 
 
 class RatedLVF(cells.LVFRNNCell):

@@ -15,7 +15,8 @@ NNX's protocol (``nnx.RNNCellBase``): ``cell(carry, x) -> (carry, y)``,
 cell's options. ``cell.prepared()`` evaluates ``prepare`` once (under ``nnx.RNN``, a user's
 ``nnx.scan`` or cell) as the Linen ``prepared()`` does. The penalties a cell sows (the
 lvfRNN's ``lambda ||div V||^2``, nnRNN's terms, the soft orthogonal penalty) are kept in
-:class:`Penalty` variables at every call, read by :func:`penalty` without ``mutable=``.
+:class:`Penalty` variables by each ``prepare`` (``prepared()``), read by :func:`penalty`
+without ``mutable=``.
 
 Example::
 
@@ -187,17 +188,24 @@ globals().update({cls.__name__: cls for cls in NNX_CELLS.values()})
 def from_linen(name: str, variables: dict, in_features: int, hidden_features: int,
                **options: Any) -> NNXCell:
   """The NNX cell of family ``name`` holding a Linen cell's ``variables`` (its
-  ``{'params': ...}``): the same tree, so a released Linen model's cell loads as it is."""
+  ``{'params': ...}`` and any other collection it has, e.g. the expRNN's ``'dtriv'``
+  base): the same tree, so a released Linen model's cell loads as it is."""
   cell = NNX_CELLS[name](in_features, hidden_features, rngs=nnx.Rngs(0), **options)
-  want = jax.tree_util.tree_map(jnp.shape, _values(cell.params))
-  got = jax.tree_util.tree_map(jnp.shape, dict(variables["params"]))
-  if jax.tree_util.tree_structure(want) != jax.tree_util.tree_structure(got) or (
-      jax.tree_util.tree_leaves(want, is_leaf=lambda x: isinstance(x, tuple))
-      != jax.tree_util.tree_leaves(got, is_leaf=lambda x: isinstance(x, tuple))):
+  given = {k: dict(v) for k, v in variables.items() if k != "losses"}
+  want = _shapes({k: v for k, v in cell.variables().items() if k in given})
+  if "params" not in given or _shapes(given) != want:
     raise ValueError(f"from_linen: the parameters do not fit {name!r} with "
-                     f"hidden_features={hidden_features}: expected shapes {want}, got {got}.")
-  cell.params = nnx.data(jax.tree_util.tree_map(nnx.Param, dict(variables["params"])))
+                     f"hidden_features={hidden_features}: expected shapes {want}, got "
+                     f"{_shapes(given)}.")
+  cell.params = nnx.data(jax.tree_util.tree_map(nnx.Param, given.pop("params")))
+  cell.extras = nnx.data({**dict(cell.extras), **{
+      k: jax.tree_util.tree_map(nnx.Variable, v) for k, v in given.items()}})
   return cell
+
+
+def _shapes(tree: Any) -> dict:
+  """``{'a/b': shape}`` of a nested dict of arrays."""
+  return {k: tuple(jnp.shape(v)) for k, v in _flat(tree).items()}
 
 
 def to_linen(cell: NNXCell) -> dict:

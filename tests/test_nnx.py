@@ -274,3 +274,18 @@ def test_the_gru_without_a_candidate_bias_runs_in_the_fused_scan():
   want = nn.RNN(cell).apply(variables, x)
   got = layers.Recurrent(cell, fused=True).apply(variables, x)
   _close(got, want)
+
+
+def test_from_linen_loads_every_collection_it_is_given():
+  """The expRNN's dynamic-trivialisation base (collection ``'dtriv'``) travels with its
+  parameters, so the NNX cell computes the Linen cell's ``W = B expm(A)``."""
+  definition = cells.ExpRNNCell(N, use_base=True)
+  variables = definition.init(jax.random.key(3), jnp.zeros((1, N)), jnp.zeros((1, D)))
+  base = jnp.asarray(geometry.expm(geometry.haar_skew()(jax.random.key(4), (N, N))))
+  variables = {"params": variables["params"], "dtriv": {"base": base}}
+  cell = lnnx.from_linen("exprnn", variables, D, N, use_base=True)
+  np.testing.assert_array_equal(lnnx.to_linen(cell)["dtriv"]["base"], base)
+  h, x = jnp.ones((B, N)) / N, _inputs()[:, 0]
+  want = definition.apply(variables, h, x)[1]
+  _close(cell(h, x)[1], want)
+  _close(cell.prepared()(h, x)[1], want)

@@ -308,7 +308,7 @@ class StructuredCell(nn.RNNCellBase):
   :meth:`initialize_carry`.
 
   A family declares here what the rest of the library needs to know of it (class variables,
-  overridden by the family's cell, not fields): :attr:`offered`, :attr:`hidden_multiple`
+  overridden by the family's cell, not fields): :attr:`offered`, :attr:`hidden_multiple`,
   :attr:`predated_values` and :attr:`nnx_defaults`. Registering it is one line of
   :data:`lvf_jax.cells.CELLS`.
 

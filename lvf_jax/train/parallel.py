@@ -236,9 +236,8 @@ class Placement:
 
   @classmethod
   def of(cls, config) -> "Placement":
-    """The placement of ``config``: starts the multi-process runtime where configured
-    (:func:`initialize`), builds ``train.mesh`` and checks the batch divides over it."""
-    initialize(config)
+    """The placement of ``config``: builds ``train.mesh`` and checks the batch divides over
+    it (after :func:`initialize` has started a multi-process runtime)."""
     batch = int(config.train.batch_size)
     mesh = make_mesh(config.train.get("mesh", ""), batch)
     check_batch_sizes(mesh, batch_size=batch)
