@@ -399,23 +399,15 @@ but which has no reference checksum against the 2012 pickle; nothing measured he
 notes per frame, repeated and silent frames) can show a sampling other than the eighth note
 the dataset page states, because the MIDI sources are not here.
 
-**What the harness should change** (not changed here):
-
-1. `experiments/reproduce/tables/lvf.py`, `_t3_rows`: give the MuseData row the paper's value
-   under `test_nll_per_sequence` instead of `test_loss`
-   (`paper={"test_nll_per_sequence": muse}`) and say in `MUSE_AVERAGE` that Table 3's MuseData
-   column is judged by the per-piece mean (this page); keep `test_loss` reported beside it.
-   Keep the JSB rows on `test_loss`.
-2. The two MuseData claims of `lvf.py` (`metric='test_loss'`): set
-   `metric='test_nll_per_sequence'`.
-3. `experiments/reproduce/floors.py`: give `test_nll_per_sequence` its own floor, the per-piece
-   mean of the per-key Markov chain (the `per_piece` value of the table above, computed the
-   same way), since the frame-weighted floor is higher than the per-piece floor on MuseData.
-4. Record `test_nll_per_sequence` for `jsb-rnn` (its record, converted from a zoo card, lacks
-   it; `lvf_jax.zoo.evaluate('lvf-t3-jsb-rnn')` computes it) and run `musedata-nnrnn` to its
-   full budget.
-5. Enter Boulanger-Lewandowski et al. 2012 Table 1 (RNN row) and Chung et al. 2014 Table 2
-   (tanh RNN) in `PUBLISHED` once read from the papers, to settle the numerical calibration.
+**What the harness does with this.** The MuseData rows of Table 3 are judged by the per-piece
+mean (`test_nll_per_sequence`) against its own floor, the per-piece mean of the per-key Markov
+chain, and so are the two MuseData claims; the frame-weighted `test_loss` is reported beside
+it, and the JSB rows stay on `test_loss` (`experiments/reproduce/tables/lvf.py`,
+`experiments/reproduce/floors.py`). Still open: the JSB RNN record, converted from a zoo card,
+has no per-piece mean; the MuseData baselines other than the RNN and the lvfRNN are short of
+their budget (their page gives the hours left); and Boulanger-Lewandowski et al. 2012 Table 1
+and Chung et al. 2014 Table 2 are not in `PUBLISHED` until read from the papers, so the
+numerical calibration stays undecided.
 """
 
 

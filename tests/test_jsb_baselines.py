@@ -60,3 +60,31 @@ def test_a_trial_records_its_curves_and_the_page_reads_the_records(tmp_path):
   text = page.read_text()
   assert "| `eurnn-base` | the preset (Adam 1e-3 for every angle and weight) | 0 | 2 |" in text
   assert f"{record['test_loss']:.4g}" in text
+
+
+def _archive(tmp_path, rows: dict) -> str:
+  path = tmp_path / "lvf-t3.json"
+  study.archive.save(str(path), {"rows": {
+      row: {"seeds": {"0": {"steps": 22900, "best_validation_step": best,
+                            "metrics": {"test_loss": test, "min_train_loss": 4.0},
+                            "last": {"metrics": {"val_loss": 9.5}}}}}
+      for row, (test, best) in rows.items()}})
+  return str(path)
+
+
+def test_the_tanh_rows_are_judged_against_their_models_paper_value(tmp_path):
+  tol = study.verdict_lib.relative_tolerance("test_loss", study.PAPER["exprnn"],
+                                             study.verdict_lib.LOG_LIKELIHOOD)
+  path = _archive(tmp_path, {
+      "jsb-exprnn-tanh": (study.PAPER["exprnn"] + 2 * tol, 5267),
+      "jsb-nnrnn-tanh": (study.PAPER["nnrnn"] + 0.5 * tol, 1145),
+      "jsb-exprnn": (9.3, 1145)})
+  lines = study.full_budget_findings(path)
+  assert len(lines) == 2  # only the tanh rows
+  exprnn, nnrnn = lines
+  assert exprnn.startswith("- `jsb-exprnn-tanh`") and "by more than the harness's" in exprnn
+  assert "epoch 23" in exprnn and f"paper's {study.PAPER['exprnn']}" in exprnn
+  assert "within the harness's tolerance" in nnrnn and "epoch 5," in nnrnn
+  table = "\n".join(study.full_budget_lines(path))
+  assert f"| jsb-exprnn-tanh (seed 0) | 22900 | {study.PAPER['exprnn'] + 2 * tol:.4g} | " \
+         f"{study.PAPER['exprnn']} | 5267 (23) |" in table

@@ -23,3 +23,34 @@ def test_the_page_comes_from_the_records():
          "machine": "m", "date": "d"}
   page = pm.page([run])
   assert "| parenthesis-ncgru-uc-t100 | 0.000286 | 0.0002 | 0.0019 | 0.004 | 0.70, 6.64 |" in page
+
+
+def test_table_one_rows_run_at_the_codes_budget_and_log_its_epoch_means():
+  from experiments.reproduce import rows, runner  # pylint: disable=g-import-not-at-top
+  for row in rows.get("ncgru-t1").rows:
+    c = runner.row_config(row)
+    # the authors' code: 20,000 steps, one logged mean per 100 batches (its 200 epochs)
+    assert (row.steps, c.train.steps, c.train.log_every, c.train.batch_size) == (
+        20000, 20000, 100, 16)
+
+
+def test_the_table_section_judges_the_archived_records(tmp_path):
+  from experiments.reproduce import archive  # pylint: disable=g-import-not-at-top
+  paper = 0.286e-3  # printed to three digits: half a unit of the last is 5e-7
+  close = (paper - 2e-7, paper, paper + 2e-7)
+  far = (paper, paper, 3 * paper)  # one seed three times the paper's value
+  path = tmp_path / "ncgru-t1.json"
+  archive.save(str(path), {"rows": {
+      "parenthesis-ncgru-uc-t100": {"seeds": {
+          str(k): {"steps": 20000, "metrics": {"min_train_loss": v}} for k, v in enumerate(close)}},
+      "parenthesis-ncgru-uc-t200": {"seeds": {
+          str(k): {"steps": 20000, "metrics": {"min_train_loss": v}} for k, v in enumerate(far)}},
+      "parenthesis-gru-t100": {"seeds": {
+          "0": {"steps": 10000, "metrics": {"min_train_loss": paper}}}}}})
+  lines = {line.split(" | ")[0][2:]: line for line in pm.table_lines(str(path))[2:]}
+  assert lines["parenthesis-ncgru-uc-t100"] == (
+      f"| parenthesis-ncgru-uc-t100 | 0.000286 | {np.mean(close):.3g} ± "
+      f"{np.std(close, ddof=1):.2g} | 3 | 20000 (20000) | meets |")
+  assert lines["parenthesis-ncgru-uc-t200"].endswith("| 3 | 20000 (20000) | misses |")
+  assert lines["parenthesis-gru-t100"].endswith("| 1 | 10000 (20000) | partial |")
+  assert lines["parenthesis-lstm-t100"].endswith("| — | 0 | — (20000) | not run |")
