@@ -50,7 +50,26 @@ def test_the_table_section_judges_the_archived_records(tmp_path):
   lines = {line.split(" | ")[0][2:]: line for line in pm.table_lines(str(path))[2:]}
   assert lines["parenthesis-ncgru-uc-t100"] == (
       f"| parenthesis-ncgru-uc-t100 | 0.000286 | {np.mean(close):.3g} ± "
-      f"{np.std(close, ddof=1):.2g} | 3 | 20000 (20000) | meets |")
+      f"{np.std(close, ddof=1):.2g} | {np.mean(close) / paper:.3g}, {min(close) / paper:.3g} | "
+      "3 | 20000 (20000) | meets |")
   assert lines["parenthesis-ncgru-uc-t200"].endswith("| 3 | 20000 (20000) | misses |")
   assert lines["parenthesis-gru-t100"].endswith("| 1 | 10000 (20000) | partial |")
-  assert lines["parenthesis-lstm-t100"].endswith("| — | 0 | — (20000) | not run |")
+  assert lines["parenthesis-lstm-t100"].endswith("| — | — | 0 | — (20000) | not run |")
+
+
+def test_the_reading_computes_its_numbers_from_the_records(tmp_path):
+  from experiments.reproduce import archive  # pylint: disable=g-import-not-at-top
+  seeds = (0.5e-3, 1e-3)  # the paper's 0.227e-3 for NC-GRU(U_c) at T = 200
+  path = tmp_path / "ncgru-t1.json"
+  archive.save(str(path), {"rows": {"parenthesis-ncgru-uc-t200": {"seeds": {
+      str(k): {"steps": 20000, "metrics": {"min_train_loss": v}} for k, v in enumerate(seeds)}}}})
+  first = {"row": "parenthesis-ncgru-uc-t200", "paper": 0.227e-3, "steps": 10000,
+           "minima": {"1": 0.227e-2, "10": 0.454e-2, "100": 0.5e-2}}
+  lines = pm.reading_lines([first], pm.row_summaries(str(path)))
+  text = "\n".join(lines)
+  assert "stay 10.0 to 10.0 times the paper's value over single batches" in text
+  assert (f"reach {np.mean(seeds) / 0.227e-3:.1f} to {np.mean(seeds) / 0.227e-3:.1f} times"
+          in text)
+  assert "against 20.0 to 20.0 times at the first preset" in text
+  assert "factor of 2.0 to 2.0 between the best and the worst" in text
+  assert "baselines beat" not in text  # no baseline row recorded
