@@ -233,7 +233,7 @@ def t3_rows(path: str = T3_RECORDS) -> dict:
     path: the archived Table 3 records.
 
   Returns:
-    ``{row: {"set", "model", "seeds": [{seed, steps, budget, test_loss,
+    ``{row: {"set", "model", "seeds": [{seed, steps, budget, best, test_loss,
     test_nll_per_sequence, commit, machine, date}]}}``; a metric a record lacks is None.
   """
   with open(path) as f:
@@ -244,7 +244,7 @@ def t3_rows(path: str = T3_RECORDS) -> dict:
     for seed, rec in sorted(rows.get(row, {}).get("seeds", {}).items()):
       m = rec.get("metrics") or {}
       seeds.append({"seed": int(seed), "steps": rec.get("steps"),
-                    "budget": rec.get("paper_steps"),
+                    "budget": rec.get("paper_steps"), "best": rec.get("best_validation_step"),
                     "test_loss": m.get("test_loss"),
                     "test_nll_per_sequence": m.get("test_nll_per_sequence"),
                     "commit": rec.get("commit"), "machine": rec.get("machine"),
@@ -324,16 +324,16 @@ def floor_lines(measured: dict) -> list:
 def record_lines(rows: dict) -> list:
   """Our Table 3 rows under both averages beside the paper's value."""
   paper = PUBLISHED["lvf-t3"]["values"]
-  lines = ["| row | model | seeds | steps of budget | paper (Table 3) | ours, frame-weighted | "
-           "ours, per-piece mean | frame-weighted minus per-piece | ours minus paper, "
-           "frame-weighted | ours minus paper, per-piece |", "|---" * 10 + "|"]
+  lines = ["| row | model | seeds | steps of budget (best validation) | paper (Table 3) | "
+           "ours, frame-weighted | ours, per-piece mean | frame-weighted minus per-piece | "
+           "ours minus paper, frame-weighted | ours minus paper, per-piece |", "|---" * 10 + "|"]
   for row, r in rows.items():
     seeds = r["seeds"]
     fw = _mean([s["test_loss"] for s in seeds])
     pp = _mean([s["test_nll_per_sequence"] for s in seeds])
     pp_n = sum(s["test_nll_per_sequence"] is not None for s in seeds)
     ref = paper.get((r["set"], r["model"]))
-    steps = ", ".join(f"{s['steps']} of {s['budget']}" for s in seeds)
+    steps = ", ".join(f"{s['steps']} of {s['budget']} ({s['best'] or '—'})" for s in seeds)
     gap = None if fw is None or pp is None or pp_n != len(seeds) else fw - pp
     lines.append(
         f"| {row} | {r['model']} | {len(seeds)} | {steps} | {_f(ref, 2)} | {_f(fw)} | "
@@ -375,38 +375,38 @@ paper's RNN figure; on MuseData the only RNN figure found with a per-time-step p
 (Pascanu et al. 2013, read through a third-party summary, not checked against the paper) lies
 between our frame-weighted RNN and the lvfRNN paper's RNN.
 
-**Which protocol Table 3's MuseData column is consistent with.** On JSB the two averages
-nearly coincide (pieces of similar length; the floors' two averages differ by less than a
-tenth), so JSB cannot separate the protocols, and our JSB rows agree with Table 3 under
-the frame-weighted average. MuseData pieces vary widely in length (the median is about half
-the mean and the longest tenth of the test pieces holds a large share of its frames), and the
-per-piece mean is below the frame-weighted average for every model and for both floors. Under
-the per-piece mean every MuseData row moves towards the paper, the lvfRNN by most of its gap:
-it stays above the paper by more than the harness's log-likelihood tolerance, but by a small
-fraction of the frame-weighted gap. The per-piece sum is larger by the order of a piece's
-length and is excluded. Table 3's MuseData column is therefore more consistent with a
-per-piece mean (the paper's Fig. 3 also scores models piece by piece) than with the
-Boulanger-Lewandowski frame average; the evidence is circumstantial, since the paper states
-neither.
+**Which protocol Table 3's MuseData column is consistent with.** On JSB the two averages nearly
+coincide (pieces of similar length; the floors' two averages differ by less than a tenth), so
+JSB cannot separate the protocols, and our JSB rows agree with Table 3 under the frame-weighted
+average. MuseData pieces vary widely in length (the median is about half the mean and the
+longest tenth of the test pieces holds a large share of its frames), and the per-piece mean is
+below the frame-weighted average for every model and for both floors. Under the per-piece mean
+every MuseData row moves towards the paper, the lvfRNN by most of its gap: it stays above the
+paper by more than the harness's log-likelihood tolerance, but by a small fraction of the
+frame-weighted gap. The per-piece sum is larger by the order of a piece's length and is
+excluded. Table 3's MuseData column is therefore more consistent with a per-piece mean (the
+paper's Fig. 3 also scores models piece by piece) than with the Boulanger-Lewandowski frame
+average; the evidence is circumstantial, since the paper states neither.
 
 **Where the gap is.** The average accounts for most of the lvfRNN's gap and part of the
-others'. The rest is training, not data: the RNN and the lvfRNN reach their best validation
-NLL at the next-to-last evaluation of the 100-epoch budget (still improving when it ends), the
-nnRNN row is partial, and the RNN stays well above the paper under either average, which a
-shared data difference would not single out. A data difference is not excluded: the MuseData
-file is a pickle re-made from the 2015 `.mat` conversion, whose split counts equal the paper's
-but which has no reference checksum against the 2012 pickle; nothing measured here (frames,
-notes per frame, repeated and silent frames) can show a sampling other than the eighth note
-the dataset page states, because the MIDI sources are not here.
+others'. The rest is training, not data: the RNN and the lvfRNN reach their best validation NLL
+near the end of the 100-epoch budget (still improving when it ends); the nnRNN reaches its best
+within the first fifth of its budget and rises afterwards, the overfitting that the JSB
+baselines show ([JSB_BASELINES.md](JSB_BASELINES.md)); and the RNN stays well above the paper
+under either average, which a shared data difference would not single out. A data difference is
+not excluded: the MuseData file is a pickle re-made from the 2015 `.mat` conversion, whose
+split counts equal the paper's but which has no reference checksum against the 2012 pickle;
+nothing measured here (frames, notes per frame, repeated and silent frames) can show a sampling
+other than the eighth note the dataset page states, because the MIDI sources are not here.
 
 **What the harness does with this.** The MuseData rows of Table 3 are judged by the per-piece
 mean (`test_nll_per_sequence`) against its own floor, the per-piece mean of the per-key Markov
 chain, and so are the two MuseData claims; the frame-weighted `test_loss` is reported beside
 it, and the JSB rows stay on `test_loss` (`experiments/reproduce/tables/lvf.py`,
 `experiments/reproduce/floors.py`). Still open: the JSB RNN record, converted from a zoo card,
-has no per-piece mean; the MuseData baselines other than the RNN and the lvfRNN are short of
-their budget (their page gives the hours left); and Boulanger-Lewandowski et al. 2012 Table 1
-and Chung et al. 2014 Table 2 are not in `PUBLISHED` until read from the papers, so the
+has no per-piece mean; the MuseData baselines other than the RNN, the nnRNN and the lvfRNN are
+short of their budget (their page gives the hours left); and Boulanger-Lewandowski et al. 2012
+Table 1 and Chung et al. 2014 Table 2 are not in `PUBLISHED` until read from the papers, so the
 numerical calibration stays undecided.
 """
 

@@ -2,8 +2,8 @@
 
 The parenthesis rows (Mucllari et al. 2022, arXiv:2208.06496, Table 1) are judged by the
 smallest training loss the harness logs, a mean over ``train.log_every`` consecutive batches of
-16 sequences. At the first preset (10,000 steps, means of 10) the NC-GRU rows reached 5 to 16
-times the paper's values. Three hypotheses, one at a time: (1) the paper's minimum is over
+16 sequences. At a budget of 10,000 steps with means of 10 the NC-GRU rows stay several times
+above the paper's values (the first table below). Three hypotheses, one at a time: (1) the paper's minimum is over
 single batches, whose losses scatter around the running mean, so their minimum lies far below
 the smallest mean of ten; (2) the budget: the paper trains 200 epochs at batch 16 of a
 training set whose size it does not give, so more steps than 10,000 may be what it ran
