@@ -88,3 +88,9 @@ def test_the_tanh_rows_are_judged_against_their_models_paper_value(tmp_path):
   table = "\n".join(study.full_budget_lines(path))
   assert f"| jsb-exprnn-tanh (seed 0) | 22900 | {study.PAPER['exprnn'] + 2 * tol:.4g} | " \
          f"{study.PAPER['exprnn']} | 5267 (23) |" in table
+
+
+def test_the_recorded_command_leaves_out_the_machines_workdir():
+  from experiments import jsb_baselines  # pylint: disable=g-import-not-at-top
+  argv = ["--epochs", "30", "--workdir", "/some/where", "--trials", "a", "--workdir=/x"]
+  assert jsb_baselines.portable_args(argv) == ["--epochs", "30", "--trials", "a"]
