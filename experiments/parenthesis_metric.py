@@ -3,12 +3,12 @@
 The parenthesis rows (Mucllari et al. 2022, arXiv:2208.06496, Table 1) are judged by the
 smallest training loss the harness logs, a mean over ``train.log_every`` consecutive batches of
 16 sequences. At a budget of 10,000 steps with means of 10 the NC-GRU rows stay several times
-above the paper's values (the first table below). Three hypotheses, one at a time: (1) the paper's minimum is over
-single batches, whose losses scatter around the running mean, so their minimum lies far below
-the smallest mean of ten; (2) the budget: the paper trains 200 epochs at batch 16 of a
-training set whose size it does not give, so more steps than 10,000 may be what it ran
-(``--steps``); (3) the authors' code, read for both: what its epoch is and which loss it logs.
-Each run of this script trains a row's config (seed 0) with every batch's loss logged
+above the paper's values (the first table below). Three hypotheses, one at a time: (1) the
+paper's minimum is over single batches, whose losses scatter around the running mean, so their
+minimum lies far below the smallest mean of ten; (2) the budget: the paper trains 200 epochs at
+batch 16 of a training set whose size it does not give, so more steps than 10,000 may be what
+it ran (``--steps``); (3) the authors' code, read for both: what its epoch is and which loss it
+logs. Each run of this script trains a row's config (seed 0) with every batch's loss logged
 (``log_every = 1``) and records the minimum over single batches and over means of 10 and 100
 consecutive batches; the harness's rows of Table 1 are then run at the setting the code shows.
 
