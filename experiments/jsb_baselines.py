@@ -39,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments.reproduce import archive, harness
+from experiments.reproduce import provenance as provenance_lib
 from experiments.reproduce import verdict as verdict_lib
 from lvf_jax import zoo
 from lvf_jax.diagnostics import gradient_flow
@@ -192,23 +193,9 @@ def refresh(records: dict, workdir: str) -> dict:
   return out
 
 
-def portable_args(argv: list) -> list:
-  """``argv`` without ``--workdir`` and its value: a path of the machine that ran it."""
-  out, skip = [], False
-  for a in argv:
-    if skip or a.startswith("--workdir="):
-      skip = False
-      continue
-    skip = a == "--workdir"
-    if not skip:
-      out.append(a)
-  return out
-
-
 def provenance() -> dict:
   """Command, commit, machine and date of this process."""
-  return {"command": "python -m experiments.jsb_baselines "
-                     + " ".join(portable_args(sys.argv[1:])),
+  return {"command": provenance_lib.command_line("experiments.jsb_baselines", sys.argv[1:]),
           "commit": harness.git_commit(), "machine": harness.machine(),
           "date": harness.utc_now()}
 

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments.reproduce import archive, harness
+from experiments.reproduce import provenance as provenance_lib
 from lvf_jax import geometry
 from lvf_jax.train import builders, loop
 from lvf_jax.train import config as config_lib
@@ -257,7 +258,7 @@ def first_step_grid(v0: np.ndarray, step: np.ndarray, lr: float) -> list:
 
 def provenance() -> dict:
   """Command, commit, machine and date of this process."""
-  return {"command": "python -m experiments.lvf_divergence " + " ".join(sys.argv[1:]),
+  return {"command": provenance_lib.command_line("experiments.lvf_divergence", sys.argv[1:]),
           "commit": harness.git_commit(), "machine": harness.machine(),
           "date": harness.utc_now()}
 

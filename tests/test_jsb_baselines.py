@@ -91,6 +91,7 @@ def test_the_tanh_rows_are_judged_against_their_models_paper_value(tmp_path):
 
 
 def test_the_recorded_command_leaves_out_the_machines_workdir():
-  from experiments import jsb_baselines  # pylint: disable=g-import-not-at-top
+  from experiments.reproduce import provenance  # pylint: disable=g-import-not-at-top
   argv = ["--epochs", "30", "--workdir", "/some/where", "--trials", "a", "--workdir=/x"]
-  assert jsb_baselines.portable_args(argv) == ["--epochs", "30", "--trials", "a"]
+  assert provenance.command_line("experiments.jsb_baselines", argv) == (
+      "python -m experiments.jsb_baselines --epochs 30 --trials a")

@@ -47,7 +47,7 @@ def test_the_table_section_judges_the_archived_records(tmp_path):
           str(k): {"steps": 20000, "metrics": {"min_train_loss": v}} for k, v in enumerate(far)}},
       "parenthesis-gru-t100": {"seeds": {
           "0": {"steps": 10000, "metrics": {"min_train_loss": paper}}}}}})
-  lines = {line.split(" | ")[0][2:]: line for line in pm.table_lines(str(path))[2:]}
+  lines = {line.split(" | ")[0][2:]: line for line in pm.table_lines(pm.row_summaries(str(path)))[2:]}
   assert lines["parenthesis-ncgru-uc-t100"] == (
       f"| parenthesis-ncgru-uc-t100 | 0.000286 | {np.mean(close):.3g} ± "
       f"{np.std(close, ddof=1):.2g} | {np.mean(close) / paper:.3g}, {min(close) / paper:.3g} | "

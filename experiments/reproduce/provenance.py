@@ -52,6 +52,20 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+def command_line(module: str, argv: list) -> str:
+  """``python -m module argv`` as a record keeps it: without ``--workdir`` and its value, a
+  path of the machine that ran it."""
+  kept, skip = [], False
+  for a in argv:
+    if skip or a.startswith("--workdir="):
+      skip = False
+      continue
+    skip = a == "--workdir"
+    if not skip:
+      kept.append(a)
+  return " ".join(["python -m " + module, *kept])
+
+
 def utc_now() -> str:
   """The current time as the records write it (``'YYYY-MM-DD HH:MM UTC'``, sortable)."""
   return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
