@@ -15,6 +15,11 @@ notes');
 * ``orth err``: ``max |Q^T Q - I|`` of ``Q = expm_taylor(A)``; ``err``: ``max |Q - exp(A)|``
   against SciPy's float64 exponential.
 
+``--ablate-stored`` adds, for every generator, the same gradient traced with
+``geometry._util.stored`` (the loop that keeps XLA from fusing through the cotangent in
+``expm_taylor``'s backward pass) replaced by the identity, timed interleaved with the
+original; ``--json`` writes the rows with the metadata.
+
 The metadata line names the ``lvf_jax`` that was imported (path and git commit), so two
 versions can be compared by running the same command with ``PYTHONPATH`` pointing at a
 checkout of the other one. Example::
@@ -25,6 +30,8 @@ checkout of the other one. Example::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import sys
 import time
@@ -40,7 +47,7 @@ from lvf_jax import geometry
 from lvf_jax.geometry import maps
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import git_commit, measured_on, time_interleaved  # noqa: E402  (benchmarks/timing.py)
+from timing import command_line, git_commit, measured_on, time_interleaved  # noqa: E402  (benchmarks/timing.py)
 
 
 def random_skew(n: int, norm1: float, seed: int = 0) -> np.ndarray:
@@ -80,10 +87,59 @@ def gradient_call(a: np.ndarray):
   return compiled, a32, compile_s, temp
 
 
+@contextlib.contextmanager
+def stored_removed():
+  """``maps.stored`` replaced by the identity while a gradient is traced inside the block
+  (a compiled gradient keeps what it was traced with). JAX caches the trace of a
+  ``custom_vjp``'s backward rule, so the caches are cleared on entry and on exit."""
+  kept = maps.stored
+  jax.clear_caches()
+  maps.stored = lambda x: x
+  try:
+    yield
+  finally:
+    maps.stored = kept
+    jax.clear_caches()
+
+
 def _source() -> str:
   """Where the imported lvf_jax lives and its git commit (``unknown`` outside a checkout)."""
   root = os.path.dirname(os.path.dirname(os.path.abspath(lvf_jax.__file__)))
   return f"lvf_jax from {root} (commit {git_commit(root)})"
+
+
+def _generators(n: int, args) -> list[tuple[str, np.ndarray]]:
+  gens = [("random skew", random_skew(n, v)) for v in args.norms]
+  return gens + ([("exprnn init", init_skew(n))] if args.init else [])
+
+
+def _measure(n: int, args) -> list[dict]:
+  """The rows of hidden size ``n``: every generator, and without ``stored`` when ablated."""
+  variants = [("stored", contextlib.nullcontext)]
+  if args.ablate_stored:
+    variants.append(("identity", stored_removed))
+  entries, meta = {}, {}
+  for i, (label, a) in enumerate(_generators(n, args)):
+    a32 = jnp.asarray(a, jnp.float32)
+    q = np.asarray(geometry.expm_taylor(a32), np.float64)
+    common = {"n": n, "generator": label, "norm1": float(np.abs(a).sum(axis=0).max()),
+              "squarings": squarings(a32), "orth_err": float(np.abs(q.T @ q - np.eye(n)).max()),
+              "err": float(np.abs(q - scipy.linalg.expm(a)).max())}
+    for barrier, context in variants:
+      with context():
+        fn, state, compile_s, temp = gradient_call(a)
+      entries[(i, barrier)] = (fn, state)
+      meta[(i, barrier)] = dict(common, barrier=barrier, compile_s=compile_s,
+                                    temp_mib=temp)
+  res = time_interleaved(entries, args.repeats, args.warmup)
+  return [dict(meta[key], ms=t.median_ms, faults=t.faults_per_call) for key, t in res.items()]
+
+
+def _line(r: dict) -> str:
+  temp = "-" if r["temp_mib"] is None else f"{r['temp_mib']:.1f}"
+  return (f"| {r['n']} | {r['generator']} | {r['barrier']} | {r['norm1']:.3g} | "
+          f"{r['squarings']} | {r['ms']:.2f} | {r['faults']:.0f} | {temp} | "
+          f"{r['compile_s']:.2f} | {r['orth_err']:.1e} | {r['err']:.1e} |")
 
 
 def main(argv=None) -> int:
@@ -93,6 +149,9 @@ def main(argv=None) -> int:
                       help="1-norms of the random dense skew generators")
   parser.add_argument("--init", action="store_true",
                       help="add the expRNN cell's initial skew matrix at each n")
+  parser.add_argument("--ablate-stored", action="store_true",
+                      help="also time each gradient with geometry._util.stored as identity")
+  parser.add_argument("--json", default=None, help="also write the rows to this file")
   parser.add_argument("--repeats", type=int, default=20)
   parser.add_argument("--warmup", type=int, default=2)
   args = parser.parse_args(argv)
@@ -100,28 +159,20 @@ def main(argv=None) -> int:
     if any(v <= 0 for v in values):
       parser.error(f"argument --{name}: every value must be positive; got {values}")
 
-  print(f"{measured_on()}; {_source()}; median of {args.repeats} interleaved calls\n")
-  print("| n | generator | 1-norm | s | ms | faults | temp MiB | compile s | orth err | err |\n"
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+  meta = f"{measured_on()}; {_source()}; median of {args.repeats} interleaved calls"
+  print(meta + "\n")
+  print("| n | generator | barrier | 1-norm | s | ms | faults | temp MiB | compile s | orth err "
+        "| err |\n|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+  rows = []
   for n in args.n:
-    gens = [("random skew", random_skew(n, v)) for v in args.norms]
-    if args.init:
-      gens.append(("exprnn init", init_skew(n)))
-    entries, meta = {}, {}
-    for i, (label, a) in enumerate(gens):
-      fn, state, compile_s, temp = gradient_call(a)
-      entries[i] = (fn, state)
-      q = np.asarray(geometry.expm_taylor(jnp.asarray(a, jnp.float32)), np.float64)
-      meta[i] = (label, np.abs(a).sum(axis=0).max(), squarings(jnp.asarray(a, jnp.float32)),
-                 compile_s, temp, np.abs(q.T @ q - np.eye(n)).max(),
-                 np.abs(q - scipy.linalg.expm(a)).max())
-    res = time_interleaved(entries, args.repeats, args.warmup)
-    for i, t in res.items():
-      label, norm, s, compile_s, temp, orth, err = meta[i]
-      temp = "-" if temp is None else f"{temp:.1f}"
-      print(f"| {n} | {label} | {norm:.3g} | {s} | {t.median_ms:.2f} | "
-            f"{t.faults_per_call:.0f} | {temp} | {compile_s:.2f} | {orth:.1e} | {err:.1e} |",
-            flush=True)
+    for r in _measure(n, args):
+      rows.append(r)
+      print(_line(r), flush=True)
+  if args.json:
+    with open(args.json, "w") as f:
+      json.dump({"measured": meta, "device": jax.devices()[0].device_kind,
+                 "command": command_line("benchmarks/expm.py", argv), "rows": rows}, f,
+                indent=1)
   return 0
 
 

@@ -182,10 +182,36 @@ def test_expm_script_runs_and_reports_the_squarings_it_uses(capsys):
                           "--warmup", "1"]) == 0
   rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| 6 |")]
   assert [r.split("|")[2].strip() for r in rows] == ["random skew", "random skew", "exprnn init"]
-  counts = [int(r.split("|")[4]) for r in rows]
+  counts = [int(r.split("|")[5]) for r in rows]
   assert counts[0] == 0 and 1 <= counts[1] <= 4  # alpha_3 <= the 1-norm (4 squarings)
   with pytest.raises(SystemExit):
     expm_bench.main(["--n", "0"])
+
+
+def test_expm_script_ablates_the_stored_barrier(tmp_path):
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
+  import expm as expm_bench
+  from lvf_jax import geometry
+  from lvf_jax.geometry import maps
+  a = jnp.asarray(expm_bench.random_skew(5, 30.0), jnp.float32)
+  grad = jax.grad(lambda m: jnp.sum(geometry.expm_taylor(m) ** 3))
+
+  def loops(fn):
+    return str(jax.make_jaxpr(fn)(a)).count("while[")
+
+  with expm_bench.stored_removed():
+    without = loops(grad)
+    plain = grad(a)
+  assert loops(grad) == without + 1 and maps.stored is geometry._util.stored  # restored
+  np.testing.assert_allclose(plain, grad(a), **tol.F32)
+  out = tmp_path / "expm.json"
+  assert expm_bench.main(["--n", "5", "--norms", "3", "--ablate-stored", "--repeats", "2",
+                          "--warmup", "1", "--json", str(out)]) == 0
+  record = json.loads(out.read_text())
+  assert [r["barrier"] for r in record["rows"]] == ["stored", "identity"]
+  assert all(r["ms"] > 0 for r in record["rows"]) and "--ablate-stored" in record["command"]
 
 
 @pytest.mark.slow
