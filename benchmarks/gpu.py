@@ -45,6 +45,7 @@ import os
 import statistics
 import sys
 import time
+from typing import Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from timing import git_commit, measured_on, time_interleaved  # noqa: E402  (benchmarks/timing.py)
@@ -458,12 +459,12 @@ def kernel_lines(record: dict) -> list[str]:
           "step | XLA / persistent |", "|---|---|---|---|---|"] + lines
 
 
-def persistent_faster(record: dict) -> dict[str, list[int]]:
-  """``{device kind: padded widths}`` at which ``rnn_scan`` is to select the persistent
-  kernel: a padded width (:func:`lvf_jax.recurrences.persistent.padded_side`) is listed
-  when at every setting and precision of that width both the kernel and the XLA loop ran
-  and the kernel was faster in every one of at least ``MIN_PAIRED`` interleaved
-  repetitions. A CPU or tiny record lists none."""
+def persistent_faster(record: dict) -> dict[str, dict[str, list[int]]]:
+  """``{device kind: {precision: padded widths}}`` at which ``rnn_scan`` is to select the
+  persistent kernel: at each precision, a padded width
+  (:func:`lvf_jax.recurrences.persistent.padded_side`) is listed when at every setting of
+  that width both the kernel and the XLA loop ran and the kernel was faster in every one of
+  at least ``MIN_PAIRED`` interleaved repetitions. A CPU or tiny record lists none."""
   if record["backend"] != "gpu" or record["tiny"]:
     return {}
   verdicts = {}
@@ -474,10 +475,13 @@ def persistent_faster(record: dict) -> dict[str, list[int]]:
     pairs = (list(zip(v["persistent"]["seconds"], v["lvf_jax_tanh"]["seconds"]))
              if "persistent" in v and "lvf_jax_tanh" in v else [])
     faster = len(pairs) >= MIN_PAIRED and all(a < b for a, b in pairs)
-    width = persistent.padded_side(r["shape"]["n"])
-    verdicts[width] = verdicts.get(width, True) and faster
-  widths = sorted(w for w, ok in verdicts.items() if ok)
-  return {record["device"]: widths} if widths else {}
+    key = (r["precision"], persistent.padded_side(r["shape"]["n"]))
+    verdicts[key] = verdicts.get(key, True) and faster
+  chosen = {}
+  for (precision, width), ok in sorted(verdicts.items()):
+    if ok:
+      chosen.setdefault(precision, []).append(width)
+  return {record["device"]: chosen} if chosen else {}
 
 
 def selection_lines(record: dict) -> list[str]:
@@ -486,10 +490,65 @@ def selection_lines(record: dict) -> list[str]:
   if not faster:
     return ["From this record `rnn_scan` selects the persistent kernel nowhere: it was not "
             f"faster in every one of at least {MIN_PAIRED} paired repetitions at any padded "
-            "width, or the record is not a GPU's."]
-  return [f"From this record `rnn_scan` selects the persistent kernel on {kind} at padded "
-          f"widths {', '.join(map(str, widths))} (faster in every paired repetition of "
-          "every setting and precision there)." for kind, widths in faster.items()]
+            "width and precision, or the record is not a GPU's."]
+  return [f"From this record `rnn_scan` selects the persistent kernel on {kind} at "
+          + "; ".join(f"{p} at padded widths {', '.join(map(str, w))}"
+                      for p, w in by_precision.items())
+          + " (faster in every paired repetition of every setting there; `fp32` is JAX's "
+          "matmul precision `'highest'`, `tf32` its GPU default), and at no other width or "
+          "precision." for kind, by_precision in faster.items()]
+
+
+def merge(records: list[dict]) -> dict:
+  """One record from several runs of this benchmark on one device (each a window too short
+  for every setting): the first's fields, every run's results in order, and ``runs``, each
+  run's command, date, commit and peaks (each row's floor uses its own run's peaks)."""
+  kinds = {(r["backend"], r["device"], r["tiny"]) for r in records}
+  if len(kinds) != 1:
+    raise ValueError(f"gpu.merge: the records must share backend, device and tiny; got {kinds}")
+  merged = dict(records[0], results=[x for r in records for x in r["results"]])
+  merged["runs"] = [{k: r[k] for k in ("command", "measured", "commit", "peaks")}
+                    for r in records]
+  return merged
+
+
+def _median(record: dict, setting: str, precision: str, variant: str):
+  for r in record["results"]:
+    if r["setting"] == setting and r["precision"] == precision:
+      row = r["variants"].get(variant)
+      return row and row["median_ms"]
+  return None
+
+
+READING = (  # (numerator, denominator, what the ratio says)
+    ("torch_loop", "lvf_jax", "the authors' PyTorch loop over lvf_jax's scan"),
+    ("jax_scan", "lvf_jax", "a plain `lax.scan` with autodiff over lvf_jax's scan"),
+    ("lvf_jax_tanh", "persistent", "the XLA loop over the persistent kernel"),
+    ("cudnn_lstm", "lvf_jax_lstm", "cuDNN's LSTM over lvf_jax's `lstm_scan`"),
+)
+
+
+def reading_lines(record: dict) -> list[str]:
+  """Ratios of the record's medians (above 1: the second is faster), per setting and
+  precision, and each variant's fp32 time over its tf32 time."""
+  lines = ["| ratio | setting | fp32 | tf32 |", "|---|---|---|---|"]
+  settings = list(dict.fromkeys(r["setting"] for r in record["results"]))
+  for a, b, what in READING:
+    for name in settings:
+      cells = []
+      for p in ("fp32", "tf32"):
+        x, y = _median(record, name, p, a), _median(record, name, p, b)
+        cells.append(f"{x / y:.2f}" if x and y else "-")
+      if cells != ["-", "-"]:
+        lines.append(f"| {what} | {name} | {cells[0]} | {cells[1]} |")
+  lines += ["", "| variant | setting | fp32 time over tf32 time |", "|---|---|---|"]
+  variants = list(dict.fromkeys(v for r in record["results"] for v in r["variants"]))
+  for v in variants:
+    for name in settings:
+      x, y = _median(record, name, "fp32", v), _median(record, name, "tf32", v)
+      if x and y:
+        lines.append(f"| {v} | {name} | {x / y:.2f} |")
+  return lines
 
 
 def check_lines(record: dict) -> list[str]:
@@ -513,27 +572,63 @@ def check_lines(record: dict) -> list[str]:
   return lines
 
 
-def page(record: dict) -> str:
-  """``docs/GPU.md`` from a record of :func:`run`."""
-  peaks = "; ".join(f"{p}: {v['matmul_flops'] / 1e12:.1f} TFLOP/s ({v['matmul_size']}^3 "
-                    f"product), {v['bandwidth_bytes'] / 1e9:.0f} GB/s"
-                    for p, v in record["peaks"].items())
+def barrier_lines(expm_record: Optional[dict]) -> list[str]:
+  """``benchmarks/expm.py --ablate-stored``'s record: the gradient of ``expm_taylor`` with
+  ``geometry._util.stored`` against the identity, and the orthogonality the exponential
+  reached at the record's matmul precision."""
+  if not expm_record:
+    return ["No record of `benchmarks/expm.py --ablate-stored` on a GPU."]
+  rows = {(r["n"], r["generator"], r["barrier"]): r for r in expm_record["rows"]}
+  lines = [f"    {expm_record['command']}", "", f"{expm_record['measured']}; device "
+           f"{expm_record['device']}.", "",
+           "| n | generator | ms with `stored` | ms with the identity | ratio | "
+           "max abs(Q^T Q - I) |", "|---|---|---|---|---|---|"]
+  for (n, gen, barrier), r in rows.items():
+    plain = rows.get((n, gen, "identity"))
+    if barrier == "stored" and plain:
+      lines.append(f"| {n} | {gen} | {r['ms']:.3f} | {plain['ms']:.3f} | "
+                   f"{r['ms'] / plain['ms']:.2f} | {r['orth_err']:.1e} |")
+  return lines
+
+
+def provenance_lines(record: dict) -> list[str]:
+  """Every run's command, date, commit and measured peaks."""
+  lines = []
+  for run_ in record.get("runs") or [record]:
+    peaks = "; ".join(f"{p}: {v['matmul_flops'] / 1e12:.1f} TFLOP/s ({v['matmul_size']}^3 "
+                      f"product), {v['bandwidth_bytes'] / 1e9:.0f} GB/s"
+                      for p, v in run_["peaks"].items())
+    lines += [f"    {run_['command']}", "",
+              f"{run_['measured']}; commit {run_['commit']}; measured peaks: {peaks}.", ""]
+  return lines
+
+
+def page(record: dict, expm_record: Optional[dict] = None) -> str:
+  """``docs/GPU.md``'s measured part from a record of :func:`run` (or of :func:`merge`)
+  and, where given, of ``benchmarks/expm.py --ablate-stored``."""
   parts = [
       "# GPU: lvf_jax against PyTorch and cuDNN", "",
       "Generated by `python -m experiments.gpu_kit collect` from `docs/results/gpu.json`, "
-      "the record of:", "", f"    {record['command']}", "",
-      f"{record['measured']}; device {record['device']}; commit {record['commit']}; torch "
-      f"{record['torch']} on {record['torch_device']}."
-      + (" **Tiny settings (a dry run), not a measurement.**" if record["tiny"] else ""), "",
+      f"the record of device {record['device']}, torch {record['torch']} on "
+      f"{record['torch_device']}"
+      + (" (**Tiny settings: a dry run, not a measurement**)" if record["tiny"] else "")
+      + ", from:", "", *provenance_lines(record),
       "Each row is one training iteration (forward, backward, RMSprop), the median of "
       "interleaved repetitions ([the benchmark](../benchmarks/gpu.py) defines the variants). "
       "The floor is the larger of the model FLOPs over the measured product rate and the "
       "minimum memory traffic over the measured bandwidth; a time above "
       f"{record['launch_bound_factor']:g} times its floor is labelled launch-bound.", "",
-      f"Measured peaks: {peaks}.", "", table(record), "## The persistent kernel", "",
+      table(record), "## Ratios", "",
+      "Computed from the medians above; above 1 the second named is faster.", "",
+      *reading_lines(record), "", "## The persistent kernel", "",
       *kernel_lines(record), "", *selection_lines(record), "",
       "## The PyTorch peer computes lvf_jax's loss and gradients",
-      "", *(check_lines(record) or ["No setting ran the PyTorch peer."]), ""]
+      "", *(check_lines(record) or ["No setting ran the PyTorch peer."]), "",
+      "## The stored barrier", "",
+      "The gradient of `geometry.expm_taylor` (the expRNN's `prepare`, forward and backward) "
+      "with `geometry._util.stored` in its backward pass and with the identity in its place "
+      "(a ratio above 1: the barrier costs time), at JAX's default matmul precision; "
+      "`lvf_jax` keeps the barrier on the CPU only.", "", *barrier_lines(expm_record), ""]
   return "\n".join(parts)
 
 

@@ -394,8 +394,12 @@ def _steps(run_dir: str) -> int:
 
 
 def collect(src: str, *, runs: str, pages: str, docs: str,
-            selection: Optional[str] = None, log=print) -> dict:
-  """Turns what a run returned (``src``) into records and pages (module docstring)."""
+            selection: Optional[str] = None, benchmarks: tuple[str, ...] = (),
+            expm: Optional[str] = None, log=print) -> dict:
+  """Turns what a run returned (``src``) into records and pages (module docstring);
+  ``benchmarks`` are further records of ``benchmarks/gpu.py`` on the same device (a later
+  window's settings), merged after ``src/gpu.json``; ``expm`` a record of
+  ``benchmarks/expm.py --ablate-stored`` there."""
   with tempfile.TemporaryDirectory() as tmp:
     merged = merge_runs(unpack(src, tmp), runs)
   tables = sorted({t for t, _ in merged})
@@ -403,30 +407,52 @@ def collect(src: str, *, runs: str, pages: str, docs: str,
     cmd = [sys.executable, "-m", "experiments.reproduce", *tables, "--report-only",
            "--workdir", runs, "--out", pages]
     subprocess.run(cmd, cwd=ROOT, check=True)
-  bench = os.path.join(src, "gpu.json")
-  if os.path.exists(bench):
-    write_gpu_page(bench, docs, selection)
+  records = [p for p in (os.path.join(src, "gpu.json"), *benchmarks) if os.path.exists(p)]
+  if records:
+    write_gpu_page(records, docs, selection, expm)
   log(f"gpu_kit collect: {len(merged)} runs merged ({', '.join(tables) or 'none'})"
-      + ("; benchmark page written" if os.path.exists(bench) else ""))
-  return {"merged": merged, "tables": tables, "benchmark": os.path.exists(bench)}
+      + (f"; benchmark page written from {len(records)} records" if records else ""))
+  return {"merged": merged, "tables": tables, "benchmark": bool(records)}
 
 
-def write_gpu_page(bench_json: str, docs: str,
-                   selection: Optional[str] = None) -> str:
-  """Copies the benchmark record to ``docs/results/gpu.json``, writes ``docs/GPU.md`` from
-  it and, at ``selection`` (default: the package's
+STATIC_FROM = "## What it measures"
+"""``docs/GPU.md`` from this heading on is written by hand and kept when the page is
+rewritten."""
+
+
+def write_gpu_page(bench_jsons: list[str], docs: str, selection: Optional[str] = None,
+                   expm_json: Optional[str] = None) -> str:
+  """Merges the benchmark records ``bench_jsons`` (``benchmarks/gpu.py``'s ``merge``) into
+  ``docs/results/gpu.json``, copies ``expm_json`` to ``docs/results/expm_gpu.json``, writes
+  ``docs/GPU.md`` from them (its hand-written part from :data:`STATIC_FROM` kept) and, at
+  ``selection`` (default: the package's
   :data:`lvf_jax.recurrences.persistent.MEASURED_FASTER`), where ``rnn_scan`` selects the
   persistent kernel (``benchmarks/gpu.py``'s ``persistent_faster``); returns the page's
   path."""
-  with open(bench_json) as f:
-    record = json.load(f)
+  bench = _benchmark_module()
+  records = []
+  for path in bench_jsons:
+    with open(path) as f:
+      records.append(json.load(f))
+  record = records[0] if len(records) == 1 else bench.merge(records)
   write_selection(record, selection)
   os.makedirs(os.path.join(docs, "results"), exist_ok=True)
   with open(os.path.join(docs, "results", "gpu.json"), "w") as f:
     json.dump(record, f, indent=1)
+  expm_record = None
+  if expm_json:
+    with open(expm_json) as f:
+      expm_record = json.load(f)
+    with open(os.path.join(docs, "results", "expm_gpu.json"), "w") as f:
+      json.dump(expm_record, f, indent=1)
   path = os.path.join(docs, "GPU.md")
+  static = ""
+  if os.path.exists(path):
+    with open(path) as f:
+      text = f.read()
+    static = text[text.index(STATIC_FROM):] if STATIC_FROM in text else ""
   with open(path, "w") as f:
-    f.write(_benchmark_module().page(record))
+    f.write(bench.page(record, expm_record) + ("\n" + static if static else ""))
   return path
 
 
@@ -488,6 +514,10 @@ def _parser() -> argparse.ArgumentParser:
   c.add_argument("--runs", default=os.path.join(ROOT, "runs", "reproduce"))
   c.add_argument("--pages", default=os.path.join(ROOT, "docs", "reproduction"))
   c.add_argument("--docs", default=os.path.join(ROOT, "docs"))
+  c.add_argument("--benchmarks", nargs="*", default=[],
+                 help="further benchmarks/gpu.py records of the same device, merged")
+  c.add_argument("--expm", default=None,
+                 help="a record of benchmarks/expm.py --ablate-stored on the same device")
   c.add_argument("--selection", default=None,
                  help="where rnn_scan's choice of the persistent kernel is written (default: "
                       "lvf_jax/recurrences/persistent_faster.json)")
@@ -510,7 +540,7 @@ def main(argv=None) -> int:
     return 0 if summary["benchmark_rc"] == 0 else 1
   else:
     collect(args.src, runs=args.runs, pages=args.pages, docs=args.docs,
-            selection=args.selection)
+            selection=args.selection, benchmarks=tuple(args.benchmarks), expm=args.expm)
   return 0
 
 

@@ -292,6 +292,17 @@ def test_expm_taylor_pullback_is_the_unstored_one_under_vmap_and_nan(unstored_co
     np.testing.assert_allclose(got, want, **tol.F32)
 
 
+def test_the_stored_barrier_is_a_loop_on_the_cpu_and_an_identity_elsewhere():
+  """``_util.stored`` keeps its loop where XLA:CPU would fuse through it, and lowers to no
+  loop for a GPU, where the loop cost time (docs/GPU.md); the value is ``x`` on both."""
+  from lvf_jax.geometry import _util
+  x = jnp.asarray(np.random.default_rng(0).standard_normal((2, 4, 4)), jnp.float32)
+  loops = {p: jax.export.export(jax.jit(_util.stored), platforms=[p])(x).mlir_module()
+           .count("stablehlo.while") for p in ("cpu", "cuda")}
+  assert loops == {"cpu": 1, "cuda": 0}
+  np.testing.assert_array_equal(jax.jit(jax.vmap(_util.stored))(x), x)
+
+
 def test_expm_taylor_gradient_memory_does_not_grow_with_max_squarings():
   # Stored squarings (one matrix per possible squaring) made the n = 512 training step's
   # temporary buffer exceed glibc's mmap threshold: every call faulted its pages anew.

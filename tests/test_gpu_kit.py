@@ -169,10 +169,22 @@ def test_dry_run_then_collect(tmp_path):
   assert [j["rc"] for j in summary["jobs"]] == [0]
   assert sorted(os.listdir(out)) == ["gpu.json", "kit.log", "kit.tar.gz"]
   docs = tmp_path / "docs"
+  docs.mkdir()
+  (docs / "GPU.md").write_text(f"# before\n\n{gpu_kit.STATIC_FROM}\n\nBy hand.\n")
+  expm = tmp_path / "expm.json"
+  expm.write_text(json.dumps({"command": "python benchmarks/expm.py --ablate-stored",
+                              "measured": "then", "device": "cpu", "rows": [
+      dict(n=8, generator="g", barrier=b, ms=ms, orth_err=1e-7)
+      for b, ms in (("stored", 3.0), ("identity", 2.0))]}))
   selection = tmp_path / "persistent_faster.json"
   shutil.copy(persistent.MEASURED_FASTER, selection)
   result = gpu_kit.collect(str(out), runs=str(tmp_path / "runs"), pages=str(tmp_path / "pages"),
-                           docs=str(docs), selection=str(selection), log=lambda m: None)
+                           docs=str(docs), selection=str(selection), expm=str(expm),
+                           log=lambda m: None)
+  page = (docs / "GPU.md").read_text()
+  assert "# before" not in page and page.endswith(f"{gpu_kit.STATIC_FROM}\n\nBy hand.\n")
+  assert "| 8 | g | 3.000 | 2.000 | 1.50 | 1.0e-07 |" in page
+  assert (docs / "results" / "expm_gpu.json").exists()
   assert result["merged"] == [("lvf-t4", "copy-rnn")] and result["benchmark"]
   assert (tmp_path / "runs" / "lvf-t4" / "copy-rnn" / "seed0" / "result.json").exists()
   # a dry run's smoke record never enters the archive of results
@@ -236,15 +248,18 @@ def _gpu_record(persistent_s, xla_s, *, widths=(128,), backend="gpu", tiny=False
 def test_persistent_faster_needs_every_paired_repetition():
   fast, slow = [1.0] * 5, [2.0] * 5
   assert gpu_bench.persistent_faster(_gpu_record(fast, slow, widths=(128, 170))) == {
-      "NVIDIA H200": [128, 256]}  # 170 pads to 256
+      "NVIDIA H200": {"fp32": [128, 256], "tf32": [128, 256]}}  # 170 pads to 256
+  record = _gpu_record(fast, slow)
+  record["results"][0]["variants"]["persistent"]["seconds"] = [3.0] * 5  # fp32: slower
+  assert gpu_bench.persistent_faster(record) == {"NVIDIA H200": {"tf32": [128]}}
   one_slower = [1.0] * 4 + [2.5]
   assert gpu_bench.persistent_faster(_gpu_record(one_slower, slow)) == {}
   assert gpu_bench.persistent_faster(_gpu_record(fast[:4], slow[:4])) == {}  # too few
   assert gpu_bench.persistent_faster(_gpu_record(fast, slow, backend="cpu")) == {}
   assert gpu_bench.persistent_faster(_gpu_record(fast, slow, tiny=True)) == {}
   record = _gpu_record(fast, slow)
-  del record["results"][1]["variants"]["persistent"]  # the kernel failed at one precision
-  assert gpu_bench.persistent_faster(record) == {}
+  del record["results"][1]["variants"]["persistent"]  # the kernel failed at tf32
+  assert gpu_bench.persistent_faster(record) == {"NVIDIA H200": {"fp32": [128]}}
 
 
 def test_install_wheels_installs_only_what_the_image_lacks(tmp_path, monkeypatch):
@@ -268,3 +283,17 @@ def test_install_wheels_installs_only_what_the_image_lacks(tmp_path, monkeypatch
 
 def test_importable_asks_without_importing():
   assert gpu_kit._importable("json") and not gpu_kit._importable("no_such_module_here")
+
+
+def test_merge_joins_runs_of_one_device_and_refuses_another():
+  one = _gpu_record([1.0] * 5, [2.0] * 5)
+  two = _gpu_record([3.0] * 5, [2.0] * 5, widths=(64,))
+  for r, when in ((one, "first"), (two, "second")):
+    r.update(command=f"python benchmarks/gpu.py {when}", measured=when, commit=when, peaks={})
+  merged = gpu_bench.merge([one, two])
+  assert merged["results"] == one["results"] + two["results"]
+  assert [r["command"] for r in merged["runs"]] == ["python benchmarks/gpu.py first",
+                                                   "python benchmarks/gpu.py second"]
+  assert gpu_bench.persistent_faster(merged) == {"NVIDIA H200": {"fp32": [128], "tf32": [128]}}
+  with pytest.raises(ValueError, match="share backend, device and tiny"):
+    gpu_bench.merge([one, dict(two, device="NVIDIA H100")])

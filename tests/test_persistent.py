@@ -103,7 +103,7 @@ def test_gradient_matches_finite_differences_in_float64():
     (((N, N + 1), (T, B, N), (B, N)), "'kernel' must be"),
     (((N, N), (T, N), (B, N)), "'u' must be"),
     (((N, N), (T, B, N), (B + 1, N)), "'h0' must be"),
-    (((257, 257), (T, B, 257), (B, 257)), "width 257 pads to 512, above MAX_WIDTH = 256"),
+    (((129, 129), (T, B, 129), (B, 129)), "width 129 pads to 256, above MAX_WIDTH = 128"),
 ])
 def test_bad_shapes_raise(shapes, match):
   arrays = [jnp.zeros(s, jnp.float32) for s in shapes]
@@ -146,7 +146,7 @@ def test_precision_reaches_both_kernels_products():
 @pytest.mark.parametrize("steps,batch,width", [
     (220, 128, 128),  # copy, batch 128
     (220, 10, 128),  # copy, batch 10: one program of 16 rows
-    (784, 128, 170),  # pixel MNIST, n = 170: padded to 256
+    (784, 128, 100),  # a pixel-MNIST length at a width padded to 128
 ])
 def test_lowers_for_a_cuda_gpu_through_triton(steps, batch, width):
   """The benchmark's settings that fit lower for a CUDA GPU on this CPU (``jax.export``):
@@ -222,24 +222,29 @@ class _FakeGpu:
   platform, device_kind = "gpu", "NVIDIA H200"
 
 
-@pytest.mark.parametrize("listed,activation,dtype,chosen", [
-    ({"NVIDIA H200": {16}}, "tanh", jnp.float32, True),  # N = 8 pads to 16: listed
-    ({"NVIDIA H200": {32}}, "tanh", jnp.float32, False),  # another width
-    ({"NVIDIA H100": {16}}, "tanh", jnp.float32, False),  # another GPU
-    ({"NVIDIA H200": {16}}, "modrelu", jnp.float32, False),  # not the kernel's recurrence
-    ({"NVIDIA H200": {16}}, "tanh", jnp.bfloat16, False),  # not the measured dtype
+@pytest.mark.parametrize("listed,activation,dtype,precision,chosen", [
+    ({"NVIDIA H200": {"tf32": {16}}}, "tanh", jnp.float32, None, True),  # N = 8 pads to 16
+    ({"NVIDIA H200": {"fp32": {16}}}, "tanh", jnp.float32, "highest", True),
+    ({"NVIDIA H200": {"tf32": {16}}}, "tanh", jnp.float32, "highest", False),  # other precision
+    ({"NVIDIA H200": {"tf32": {16}}}, "tanh", jnp.float32, "bfloat16", False),  # not measured
+    ({"NVIDIA H200": {"tf32": {32}}}, "tanh", jnp.float32, None, False),  # another width
+    ({"NVIDIA H100": {"tf32": {16}}}, "tanh", jnp.float32, None, False),  # another GPU
+    ({"NVIDIA H200": {"tf32": {16}}}, "modrelu", jnp.float32, None, False),  # another recurrence
+    ({"NVIDIA H200": {"tf32": {16}}}, "tanh", jnp.bfloat16, None, False),  # another dtype
 ])
 def test_rnn_scan_selects_the_kernel_only_where_measured_faster(monkeypatch, listed,
-                                                                 activation, dtype, chosen):
+                                                                 activation, dtype, precision,
+                                                                 chosen):
   """``persistent=None`` takes the kernel on a GPU whose kind the package's record lists at
-  the padded width, for a float32 tanh recurrence; nowhere else. (The device is faked; the
-  trace is only inspected, so nothing runs on it.)"""
+  the padded width and the matmul precision in effect, for a float32 tanh recurrence;
+  nowhere else. (The device is faked; the trace is only inspected, so nothing runs on it.)"""
   from lvf_jax.recurrences import persistent as persistent_lib  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(persistent_lib, "measured_faster", lambda: listed)
   monkeypatch.setattr(persistent_lib.jax, "devices", lambda *a: [_FakeGpu()])
   k, u, h0 = (jnp.zeros(s, dtype) for s in ((N, N), (T, B, N), (B, N)))
   scan = lambda k, u, h0: recurrences.rnn_scan(k, u, h0, activation=activation)[1]
-  assert _contains_pallas_call(scan, k, u, h0) == chosen
+  with jax.default_matmul_precision(precision):
+    assert _contains_pallas_call(scan, k, u, h0) == chosen
 
 
 def test_the_package_selects_the_kernel_nowhere_without_a_gpu_record():
@@ -247,5 +252,8 @@ def test_the_package_selects_the_kernel_nowhere_without_a_gpu_record():
   benchmark record, and on this CPU nothing is selected whatever it lists."""
   from lvf_jax.recurrences import persistent as persistent_lib  # pylint: disable=g-import-not-at-top
   shipped = persistent_lib.measured_faster()
-  assert all(kind and widths for kind, widths in shipped.items())
+  assert all(kind and all(widths for widths in by_precision.values()) and
+             set(by_precision) <= {"fp32", "tf32"} for kind, by_precision in shipped.items())
+  assert all(w <= persistent_lib.MAX_WIDTH for by_precision in shipped.values()
+             for widths in by_precision.values() for w in widths)
   assert not persistent_lib.selected(N, jnp.float32)

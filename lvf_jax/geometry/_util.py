@@ -26,7 +26,7 @@ def scale_columns(m: Array, d: Array) -> Array:
 
 
 def stored(x: Array) -> Array:
-  """``x``, stored in memory: an identity that XLA cannot fuse through.
+  """``x``, stored in memory on a CPU: an identity that XLA:CPU cannot fuse through.
 
   XLA fuses a chain of elementwise producers into each of its consumers. A consumer that
   reads its operand at two positions per element (``x - x^T``) then evaluates the whole
@@ -35,9 +35,17 @@ def stored(x: Array) -> Array:
   consumer reads only that: the loop's body is an identity XLA cannot remove (NaN stays
   NaN), and its trip count one XLA cannot know (1, or 2 where the first entry of ``x`` is
   NaN; the same result). (``jax.lax.optimization_barrier`` does not do this on CPU: XLA
-  removes it before fusion.) The loop has no reverse-mode derivative: call this in a
-  ``custom_vjp`` backward rule. Leading batch axes and ``jax.vmap`` are supported.
+  removes it before fusion.) On other platforms ``x`` is returned as it is
+  (``jax.lax.platform_dependent``): on a GPU the loop made ``expm_taylor``'s gradient
+  slower (``docs/GPU.md``, "The stored barrier"). The loop has no reverse-mode derivative:
+  call this in a ``custom_vjp`` backward rule. Leading batch axes and ``jax.vmap`` are
+  supported.
   """
+  return jax.lax.platform_dependent(x, cpu=_stored_loop, default=lambda y: y)
+
+
+def _stored_loop(x: Array) -> Array:
+  """The CPU's :func:`stored`: ``x`` through a loop XLA cannot remove."""
   corner = x[..., :1, :1]
   trips = 1 + jnp.any(corner != corner).astype(jnp.int32)
 

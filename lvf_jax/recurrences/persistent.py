@@ -22,7 +22,8 @@ would stage every whole operand, the ``(T, B, n)`` sequence included, in shared 
 included, where the tests compare them with the XLA scan.
 
 :func:`lvf_jax.recurrences.rnn_scan` selects the kernel (``persistent=None``) only on a GPU
-whose kind ``benchmarks/gpu.py`` measured it faster than the XLA loop at that padded width:
+whose kind ``benchmarks/gpu.py`` measured it faster than the XLA loop at that padded width
+and at the matmul precision in effect:
 :func:`measured_faster`, the package's ``persistent_faster.json``, which ``python -m
 experiments.gpu_kit collect`` writes from the benchmark's record. Without such a record it
 selects nothing.
@@ -45,9 +46,10 @@ MIN_SIDE = 16
 """The smallest side Triton's matrix product takes; the padded width and batch block are at
 least this."""
 
-MAX_WIDTH = 256
-"""The largest padded width: ``K`` in float32 is then 256 KiB, one streaming
-multiprocessor's register file on the GPUs this kernel targets (NVIDIA Hopper)."""
+MAX_WIDTH = 128
+"""The largest padded width: ``K`` in float32 is then 64 KiB. At 256 (256 KiB) Triton asks
+for more shared memory than one thread block of an NVIDIA H200 has (278,528 or 294,912
+bytes against 232,448; ``docs/GPU.md``)."""
 
 MEASURED_FASTER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                "persistent_faster.json")
@@ -55,21 +57,36 @@ MEASURED_FASTER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 
 @functools.lru_cache(maxsize=1)
-def measured_faster() -> dict[str, frozenset[int]]:
-  """``{GPU device kind: padded widths}`` at which the kernel was measured faster than the
-  XLA loop, read once from :data:`MEASURED_FASTER` (empty until a GPU has measured it)."""
+def measured_faster() -> dict[str, dict[str, frozenset[int]]]:
+  """``{GPU device kind: {precision: padded widths}}`` at which the kernel was measured
+  faster than the XLA loop, read once from :data:`MEASURED_FASTER` (empty until a GPU has
+  measured it). ``precision`` is ``'fp32'`` (JAX's matmul precision ``'highest'``) or
+  ``'tf32'`` (its default, TF32 on a GPU)."""
   with open(MEASURED_FASTER) as f:
     record = json.load(f)
-  return {kind: frozenset(widths) for kind, widths in record["faster"].items()}
+  return {kind: {p: frozenset(w) for p, w in by_precision.items()}
+          for kind, by_precision in record["faster"].items()}
+
+
+def current_precision():
+  """The benchmark's name of the matmul precision in effect (``jax.default_matmul_precision``):
+  ``'fp32'`` for ``'highest'`` or ``'float32'``, ``'tf32'`` for the default, None for any
+  other (not measured)."""
+  value = jax.config.jax_default_matmul_precision
+  if value in ("highest", "float32"):
+    return "fp32"
+  return "tf32" if value in (None, "default") else None
 
 
 def selected(n: int, dtype) -> bool:
   """Whether a float32 recurrence of width ``n`` runs through the kernel by default: on a
-  GPU whose kind :func:`measured_faster` lists at ``padded_side(n)``."""
+  GPU whose kind :func:`measured_faster` lists at ``padded_side(n)`` for the matmul
+  precision in effect."""
   device = jax.devices()[0]
   if jnp.dtype(dtype) != jnp.float32 or device.platform != "gpu":
     return False
-  return padded_side(n) in measured_faster().get(device.device_kind, ())
+  widths = measured_faster().get(device.device_kind, {}).get(current_precision(), ())
+  return padded_side(n) in widths
 
 
 def _pallas():
