@@ -222,7 +222,7 @@ def main(argv=None):
   runs = load()
   if not args.report_only:
     rows = run(args.tasks, args.sizes, args.lrs, args.steps, args.variants, args.seeds)
-    runs.append({"command": " ".join(["python -m experiments.lvf_single_optimizer", *argv]),
+    runs.append({"command": provenance.command_line("experiments.lvf_single_optimizer", argv),
                  "commit": provenance.started_at_commit(), "machine": provenance.machine(),
                  "date": provenance.utc_now(), "rows": rows})
     os.makedirs(os.path.dirname(RECORD), exist_ok=True)

@@ -95,3 +95,6 @@ def test_the_recorded_command_leaves_out_the_machines_workdir():
   argv = ["--epochs", "30", "--workdir", "/some/where", "--trials", "a", "--workdir=/x"]
   assert provenance.command_line("experiments.jsb_baselines", argv) == (
       "python -m experiments.jsb_baselines --epochs 30 --trials a")
+  trained = ["--trained", "/home/me/runs/reproduce/lvf-t4/copy-lvf/seed0", "rel/dir"]
+  assert provenance.command_line("experiments.lvf_divergence", trained) == (
+      "python -m experiments.lvf_divergence --trained .../lvf-t4/copy-lvf/seed0 rel/dir")

@@ -53,8 +53,9 @@ def usable_cores() -> int:
 
 
 def command_line(module: str, argv: list) -> str:
-  """``python -m module argv`` as a record keeps it: without ``--workdir`` and its value, a
-  path of the machine that ran it."""
+  """``python -m module argv`` as a record keeps it, without paths of the machine that ran
+  it: ``--workdir`` and its value left out, and any other absolute path shortened to
+  ``.../`` and its last three parts (a run directory's table, row and seed)."""
   kept, skip = [], False
   for a in argv:
     if skip or a.startswith("--workdir="):
@@ -62,8 +63,16 @@ def command_line(module: str, argv: list) -> str:
       continue
     skip = a == "--workdir"
     if not skip:
-      kept.append(a)
+      kept.append(_machine_free(a))
   return " ".join(["python -m " + module, *kept])
+
+
+def _machine_free(arg: str) -> str:
+  """``arg``, or ``.../a/b/c`` for an absolute path ``/.../a/b/c``."""
+  if not os.path.isabs(arg):
+    return arg
+  parts = [p for p in arg.split(os.sep) if p]
+  return ".../" + "/".join(parts[-3:])
 
 
 def utc_now() -> str:
