@@ -411,3 +411,30 @@ def test_the_divergence_of_a_separate_field_trains_at_its_own_rate():
       {"vector_field": 0.1, "vector_field_divergence": 0.001, "bias": 1.0})
   assert first_step(lr_vector_field=0.1) == pytest.approx(
       {"vector_field": 0.1, "vector_field_divergence": 0.1, "bias": 1.0})
+
+
+def test_readout_weight_decay_is_the_gradient_of_half_its_squared_norm_on_head_kernels():
+  """``readout_weight_decay`` adds ``wd K`` to the gradient of a ``head`` kernel and nothing
+  elsewhere: the update equals plain SGD's on ``loss + wd/2 ||K||^2``, and is clipped with
+  it."""
+  rng = np.random.default_rng(0)
+  params = {"head": {"kernel": jnp.asarray(rng.standard_normal((3, 2)), jnp.float32),
+                     "bias": jnp.ones((2,), jnp.float32)},
+            "rnn": {"cell": {"kernel": jnp.ones((2, 2), jnp.float32)}}}
+  wd = 0.1
+  grads = jax.tree_util.tree_map(lambda p: jnp.full_like(p, 0.5), params)
+  tx = optim.make_optimizer({"optimizer": "sgd", "learning_rate": 1.0,
+                             "readout_weight_decay": wd})
+  updates, _ = tx.update(grads, tx.init(params), params)
+  want = jax.grad(lambda p: sum(jnp.sum(g * x) for g, x in zip(
+      jax.tree_util.tree_leaves(grads), jax.tree_util.tree_leaves(p)))
+      + wd / 2 * jnp.sum(p["head"]["kernel"] ** 2))(params)
+  jax.tree_util.tree_map(lambda u, g: np.testing.assert_allclose(u, -g, rtol=1e-6), updates,
+                         want)
+  clipped = optim.make_optimizer({"optimizer": "sgd", "learning_rate": 1.0, "clip_norm": 1e-3,
+                                  "readout_weight_decay": wd})
+  updates, _ = clipped.update(grads, clipped.init(params), params)
+  norm = jnp.sqrt(sum(jnp.sum(u ** 2) for u in jax.tree_util.tree_leaves(updates)))
+  np.testing.assert_allclose(norm, 1e-3, rtol=1e-5)
+  with pytest.raises(ValueError, match="readout_weight_decay"):
+    optim.make_optimizer({"readout_weight_decay": -1.0})

@@ -73,3 +73,27 @@ def test_the_reading_computes_its_numbers_from_the_records(tmp_path):
   assert "against 20.0 to 20.0 times at the first preset" in text
   assert "factor of 2.0 to 2.0 between the best and the worst" in text
   assert "baselines beat" not in text  # no baseline row recorded
+
+
+def test_the_weight_decay_section_sets_decayed_runs_against_the_archive(tmp_path):
+  from experiments.reproduce import archive  # pylint: disable=g-import-not-at-top
+  paper = 0.227e-3  # NC-GRU(U_c) at T = 200
+  path = tmp_path / "ncgru-t1.json"
+  archive.save(str(path), {"rows": {"parenthesis-ncgru-uc-t200": {"seeds": {
+      str(k): {"steps": 20000, "metrics": {"min_train_loss": v}}
+      for k, v in enumerate((4 * paper, 6 * paper))}}}})
+  summaries = pm.row_summaries(str(path))
+  decayed = [{"row": "parenthesis-ncgru-uc-t200", "readout_weight_decay": 1e-4, "seed": s,
+              "steps": 20000, "minima": {"100": v * paper}} for s, v in ((0, 2.0), (1, 3.0))]
+  undecayed = dict(decayed[0], readout_weight_decay=0.0, minima={"100": 0.1})
+  assert pm.decay_groups(decayed + [undecayed]) == {
+      ("parenthesis-ncgru-uc-t200", 1e-4): [2 * paper, 3 * paper]}
+  table = "\n".join(pm.decay_lines(decayed, summaries))
+  assert "| parenthesis-ncgru-uc-t200 | 0.0001 | 0.000227 |" in table
+  assert "| 2.5, 2 | 5, 4 |" in table
+  text = "\n".join(pm.decay_reading(decayed, summaries))
+  assert "narrows the gap without closing it" in text and "2.5 to 2.5 times" in text
+  assert "against 5.0 to 5.0 without it" in text and "lower in 1 of 1 rows" in text
+  worse = [dict(r, minima={"100": 9 * paper}) for r in decayed]
+  assert "does not close the gap" in "\n".join(pm.decay_reading(worse, summaries))
+  assert pm.decay_lines([], summaries) == ["No run with weight decay on the readout is recorded."]

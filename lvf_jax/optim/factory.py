@@ -44,6 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "adam_b2": 0.999,
     "eps": 1e-8,
     "momentum": 0.0,
+    "readout_weight_decay": 0.0,
 }
 
 
@@ -192,6 +193,10 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
     adam_b1, adam_b2: Adam's betas (default 0.9, 0.999; nnRNN PTB uses 0.0, 0.9).
     eps: epsilon of RMSprop / Adam (default 1e-8).
     momentum: RMSprop / SGD momentum (default 0).
+    readout_weight_decay: ``wd``: ``wd * K`` is added to the gradient of every readout
+      kernel ``K`` (a ``kernel`` inside a module named ``head``) before clipping, the
+      gradient of ``wd / 2 ||K||^2`` added to the loss, as the NC-GRU authors' code does for
+      its output matrix (Mucllari et al. 2022, arXiv:2208.06496; default 0: none).
 
   Returns:
     ``optax.GradientTransformationExtraArgs``; call ``update(grads, state, params)``.
@@ -247,4 +252,16 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
   }, labels.param_labels)
   if c["clip_norm"] is not None:
     tx = optax.chain(optax.clip_by_global_norm(_number(fn, "clip_norm", c["clip_norm"])), tx)
+  wd = _number(fn, "readout_weight_decay", c["readout_weight_decay"], strict=False)
+  if wd > 0:
+    tx = optax.chain(optax.add_decayed_weights(wd, mask=readout_kernels), tx)
   return optax.with_extra_args_support(tx)
+
+
+def readout_kernels(params: Any) -> Any:
+  """``params``'s tree of booleans: True at every ``kernel`` inside a module named ``head``
+  (the readout of :mod:`lvf_jax.models`)."""
+  def is_readout(path, _):
+    names = [getattr(k, "key", None) for k in path]
+    return bool(names) and names[-1] == "kernel" and "head" in names[:-1]
+  return jax.tree_util.tree_map_with_path(is_readout, params)
