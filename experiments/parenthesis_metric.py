@@ -108,7 +108,7 @@ SETTINGS = (
      "the scoRNN script: RMSprop 1e-3 for the input and output weights", "the paper's"),
     ("weight decay", "not stated", "1e-4 times half the squared norm of the variables named "
      "`W*` (the output matrix `Wo`), added to the trained loss, not to the logged one",
-     "none (`lvf_jax.optim.make_optimizer` has none)"),
+     "none in the rows; `make_optimizer`'s `readout_weight_decay` in the section below"),
 )
 
 
