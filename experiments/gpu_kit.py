@@ -430,10 +430,7 @@ def write_gpu_page(bench_jsons: list[str], docs: str, selection: Optional[str] =
   persistent kernel (``benchmarks/gpu.py``'s ``persistent_faster``); returns the page's
   path."""
   bench = _benchmark_module()
-  records = []
-  for path in bench_jsons:
-    with open(path) as f:
-      records.append(json.load(f))
+  records = [_machine_free_record(path) for path in bench_jsons]
   record = records[0] if len(records) == 1 else bench.merge(records)
   write_selection(record, selection)
   os.makedirs(os.path.join(docs, "results"), exist_ok=True)
@@ -441,8 +438,7 @@ def write_gpu_page(bench_jsons: list[str], docs: str, selection: Optional[str] =
     json.dump(record, f, indent=1)
   expm_record = None
   if expm_json:
-    with open(expm_json) as f:
-      expm_record = json.load(f)
+    expm_record = _machine_free_record(expm_json)
     with open(os.path.join(docs, "results", "expm_gpu.json"), "w") as f:
       json.dump(expm_record, f, indent=1)
   path = os.path.join(docs, "GPU.md")
@@ -454,6 +450,14 @@ def write_gpu_page(bench_jsons: list[str], docs: str, selection: Optional[str] =
   with open(path, "w") as f:
     f.write(bench.page(record, expm_record) + ("\n" + static if static else ""))
   return path
+
+
+def _machine_free_record(path: str) -> dict:
+  """The JSON record at ``path`` with every absolute path in it shortened (the GPU machine's
+  folders are no part of a figure's provenance)."""
+  from experiments.reproduce import provenance  # pylint: disable=g-import-not-at-top
+  with open(path) as f:
+    return json.loads(provenance.machine_free(f.read()))
 
 
 def write_selection(record: dict, path: Optional[str] = None) -> None:

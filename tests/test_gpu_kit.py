@@ -185,6 +185,8 @@ def test_dry_run_then_collect(tmp_path):
   assert "# before" not in page and page.endswith(f"{gpu_kit.STATIC_FROM}\n\nBy hand.\n")
   assert "| 8 | g | 3.000 | 2.000 | 1.50 | 1.0e-07 |" in page
   assert (docs / "results" / "expm_gpu.json").exists()
+  # the records keep no folder of the machine that ran them (the dry run wrote under tmp_path)
+  assert str(tmp_path) not in (docs / "results" / "gpu.json").read_text() + page
   assert result["merged"] == [("lvf-t4", "copy-rnn")] and result["benchmark"]
   assert (tmp_path / "runs" / "lvf-t4" / "copy-rnn" / "seed0" / "result.json").exists()
   # a dry run's smoke record never enters the archive of results

@@ -98,3 +98,6 @@ def test_the_recorded_command_leaves_out_the_machines_workdir():
   trained = ["--trained", "/home/me/runs/reproduce/lvf-t4/copy-lvf/seed0", "rel/dir"]
   assert provenance.command_line("experiments.lvf_divergence", trained) == (
       "python -m experiments.lvf_divergence --trained .../lvf-t4/copy-lvf/seed0 rel/dir")
+  measured = "python /work/main/benchmarks/gpu.py --json /root/out/g.json; lvf_jax from /work/main"
+  assert provenance.machine_free(measured) == (
+      "python .../main/benchmarks/gpu.py --json .../out/g.json; lvf_jax from .../main")

@@ -429,12 +429,12 @@ def test_readout_weight_decay_is_the_gradient_of_half_its_squared_norm_on_head_k
   want = jax.grad(lambda p: sum(jnp.sum(g * x) for g, x in zip(
       jax.tree_util.tree_leaves(grads), jax.tree_util.tree_leaves(p)))
       + wd / 2 * jnp.sum(p["head"]["kernel"] ** 2))(params)
-  jax.tree_util.tree_map(lambda u, g: np.testing.assert_allclose(u, -g, rtol=1e-6), updates,
+  jax.tree_util.tree_map(lambda u, g: np.testing.assert_allclose(u, -g, **tol.F32), updates,
                          want)
   clipped = optim.make_optimizer({"optimizer": "sgd", "learning_rate": 1.0, "clip_norm": 1e-3,
                                   "readout_weight_decay": wd})
   updates, _ = clipped.update(grads, clipped.init(params), params)
   norm = jnp.sqrt(sum(jnp.sum(u ** 2) for u in jax.tree_util.tree_leaves(updates)))
-  np.testing.assert_allclose(norm, 1e-3, rtol=1e-5)
+  np.testing.assert_allclose(norm, 1e-3, **tol.F32)
   with pytest.raises(ValueError, match="readout_weight_decay"):
     optim.make_optimizer({"readout_weight_decay": -1.0})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import re
 import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -54,8 +55,8 @@ def usable_cores() -> int:
 
 def command_line(module: str, argv: list) -> str:
   """``python -m module argv`` as a record keeps it, without paths of the machine that ran
-  it: ``--workdir`` and its value left out, and any other absolute path shortened to
-  ``.../`` and its last three parts (a run directory's table, row and seed)."""
+  it: ``--workdir`` and its value left out, and any other absolute path shortened
+  (:func:`machine_free`)."""
   kept, skip = [], False
   for a in argv:
     if skip or a.startswith("--workdir="):
@@ -63,16 +64,22 @@ def command_line(module: str, argv: list) -> str:
       continue
     skip = a == "--workdir"
     if not skip:
-      kept.append(_machine_free(a))
+      kept.append(machine_free(a))
   return " ".join(["python -m " + module, *kept])
 
 
-def _machine_free(arg: str) -> str:
-  """``arg``, or ``.../a/b/c`` for an absolute path ``/.../a/b/c``."""
-  if not os.path.isabs(arg):
-    return arg
-  parts = [p for p in arg.split(os.sep) if p]
-  return ".../" + "/".join(parts[-3:])
+_ABSOLUTE = re.compile(r"(?<![\w.])/[^\s'\"(),;]+")
+
+
+def machine_free(text: str) -> str:
+  """``text`` with every absolute path shortened to ``.../`` and at most its last three
+  parts, never its first (a run directory's table, row and seed; no machine's folders)."""
+  return _ABSOLUTE.sub(lambda m: _shortened(m.group(0)), text)
+
+
+def _shortened(path: str) -> str:
+  parts = [p for p in path.split("/") if p]
+  return ".../" + "/".join(parts[max(1, len(parts) - 3):]) if len(parts) > 1 else path
 
 
 def utc_now() -> str:
