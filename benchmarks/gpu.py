@@ -336,7 +336,7 @@ def _torch_precision(torch, precision: str):
 def precision_context(precision: str):
   """JAX's and PyTorch's matmul precision for ``precision``, restored on exit."""
   import jax
-  jax_precision = "highest" if precision == "fp32" else "default"
+  jax_precision = persistent.MATMUL_PRECISIONS[precision][0]
   with jax.default_matmul_precision(jax_precision), _torch_precision(_torch(), precision):
     yield
 

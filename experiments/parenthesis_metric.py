@@ -307,8 +307,8 @@ def main(argv=None) -> int:
   runs = load()
   if not args.report_only:
     for row_id in args.rows:
+      steps = args.steps or rows.get("ncgru-t1").row(row_id).steps
       for seed in args.seeds:
-        steps = args.steps or rows.get("ncgru-t1").row(row_id).steps
         if any(_key(r) == (row_id, steps, seed, args.readout_weight_decay) for r in runs):
           continue
         runs.append(run_row(row_id, args.workdir, args.steps, seed, args.readout_weight_decay))

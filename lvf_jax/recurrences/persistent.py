@@ -68,14 +68,17 @@ def measured_faster() -> dict[str, dict[str, frozenset[int]]]:
           for kind, by_precision in record["faster"].items()}
 
 
+MATMUL_PRECISIONS = {"fp32": ("highest", "float32"), "tf32": ("default", None)}
+"""The benchmark's precision names and the ``jax.default_matmul_precision`` values each
+stands for, the first the one ``benchmarks/gpu.py`` sets: full float32, and JAX's default
+(TF32 on a GPU)."""
+
+
 def current_precision():
-  """The benchmark's name of the matmul precision in effect (``jax.default_matmul_precision``):
-  ``'fp32'`` for ``'highest'`` or ``'float32'``, ``'tf32'`` for the default, None for any
-  other (not measured)."""
+  """The :data:`MATMUL_PRECISIONS` name of the matmul precision in effect
+  (``jax.default_matmul_precision``), None for any other (not measured)."""
   value = jax.config.jax_default_matmul_precision
-  if value in ("highest", "float32"):
-    return "fp32"
-  return "tf32" if value in (None, "default") else None
+  return next((name for name, values in MATMUL_PRECISIONS.items() if value in values), None)
 
 
 def selected(n: int, dtype) -> bool:
