@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from experiments.reproduce import provenance
+from experiments.reproduce import archive, provenance
 from lvf_jax import cells
 from lvf_jax import geometry
 from lvf_jax.tasks.copying import CopyTask
@@ -222,12 +222,8 @@ def main(argv=None):
   runs = load()
   if not args.report_only:
     rows = run(args.tasks, args.sizes, args.lrs, args.steps, args.variants, args.seeds)
-    runs.append({"command": provenance.command_line("experiments.lvf_single_optimizer", argv),
-                 "commit": provenance.started_at_commit(), "machine": provenance.machine(),
-                 "date": provenance.utc_now(), "rows": rows})
-    os.makedirs(os.path.dirname(RECORD), exist_ok=True)
-    with open(RECORD, "w") as f:
-      json.dump({"runs": runs}, f, indent=1)
+    runs.append({**provenance.stamp("experiments.lvf_single_optimizer", argv), "rows": rows})
+    archive.save(RECORD, {"runs": runs})
   print(report(runs))
   write_page(runs)
 
@@ -250,10 +246,7 @@ def write_page(runs: list, path: str = PAGE) -> None:
 
 def load() -> list:
   """The recorded invocations, each ``{command, commit, machine, date, rows}``."""
-  if not os.path.exists(RECORD):
-    return []
-  with open(RECORD) as f:
-    return json.load(f).get("runs", [])
+  return archive.load(RECORD).get("runs", [])
 
 
 if __name__ == "__main__":

@@ -21,13 +21,14 @@ consecutive batches; the harness's rows of Table 1 are then run at the setting t
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 
 import numpy as np
 
+from experiments.batch_minima import (load_runs, save_runs, settings_lines, train_every_batch,
+                                      window_minima)
 from experiments.reproduce import archive, provenance, rows, runner
 
 RECORD = os.path.join(provenance.ROOT, "docs", "results", "parenthesis_metric.json")
@@ -37,58 +38,32 @@ TABLE_RECORDS = os.path.join(provenance.ROOT, "docs", "reproduction", "results",
 CODE = "emucllari1/NC-GRU at b86f34e, `parenthesis_task/`"
 ROWS = ("parenthesis-ncgru-uruc-t100", "parenthesis-ncgru-uc-t100",
         "parenthesis-ncgru-uruc-t200", "parenthesis-gru-t100")
-WINDOWS = (1, 10, 100)
-
-
-def window_minima(losses, windows=WINDOWS) -> dict:
-  """``{w: the smallest mean of w consecutive losses}`` (non-overlapping windows)."""
-  x = np.asarray(losses, np.float64)
-  return {str(w): float(x[: len(x) // w * w].reshape(-1, w).mean(axis=1).min()) for w in windows}
 
 
 def run_row(row_id: str, workdir: str, steps: int = 0, seed: int = 0,
             readout_weight_decay: float = 0.0) -> dict:
   """Trains ``row_id`` (its budget or ``steps``) logging every batch, with the authors' code's
   weight decay on the readout where ``readout_weight_decay`` is positive; its record."""
-  from lvf_jax import train  # pylint: disable=g-import-not-at-top
   table = rows.get("ncgru-t1")
   row = table.row(row_id)
   c = runner.row_config(row, seed=seed, steps=steps or None)
-  c.train.log_every = 1
   c.optim.readout_weight_decay = readout_weight_decay
   run_dir = os.path.join(workdir, f"{row_id}-{c.train.steps}-s{seed}-wd{readout_weight_decay:g}")
   t0 = time.time()
-  train.train_and_evaluate(c, run_dir)
-  losses = [r["loss"] for r in runner._records(run_dir)  # pylint: disable=protected-access
-            if r["split"] == "train"]
+  losses = train_every_batch(c, run_dir)
   argv = ["--rows", row_id] + (["--steps", str(steps)] if steps else []) + (
       ["--seeds", str(seed)] if seed else []) + (
       ["--readout-weight-decay", f"{readout_weight_decay:g}"] if readout_weight_decay else [])
   return {"row": row_id, "paper": row.paper["min_train_loss"], "steps": len(losses),
           "seed": seed, "readout_weight_decay": readout_weight_decay,
           "batch_size": int(c.train.batch_size), "minima": window_minima(losses),
-          "wall_seconds": round(time.time() - t0, 1), "commit": provenance.started_at_commit(),
-          "machine": provenance.machine(), "date": provenance.utc_now(),
-          "command": provenance.command_line("experiments.parenthesis_metric", argv)}
+          "wall_seconds": round(time.time() - t0, 1),
+          **provenance.stamp("experiments.parenthesis_metric", argv)}
 
 
 def _key(r: dict) -> tuple:
   """What makes two runs the same: row, steps, seed and readout weight decay."""
   return (r["row"], r["steps"], r.get("seed", 0), r.get("readout_weight_decay", 0.0))
-
-
-def load() -> list:
-  if not os.path.exists(RECORD):
-    return []
-  with open(RECORD) as f:
-    return json.load(f)["runs"]
-
-
-def save(runs: list) -> None:
-  os.makedirs(os.path.dirname(RECORD), exist_ok=True)
-  with open(RECORD + ".tmp", "w") as f:
-    json.dump({"runs": runs}, f, indent=1)
-  os.replace(RECORD + ".tmp", RECORD)
 
 
 #: (setting, the paper's Sec. 4.1, the authors' code, the harness's rows), read from both.
@@ -112,18 +87,12 @@ SETTINGS = (
 )
 
 
-def settings_lines() -> list:
-  """The settings of the paper, the authors' code and the harness, one row each."""
-  lines = [f"| setting | paper (Sec. 4.1) | authors' code ({CODE}) | harness |",
-           "|---|---|---|---|"]
-  return lines + [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in SETTINGS]
-
-
-def row_summaries(path: str = TABLE_RECORDS) -> list:
-  """Table 1's rows from the harness's archive: ``{row, paper, values, steps, verdict}`` each."""
+def row_summaries(path: str = TABLE_RECORDS, table_id: str = "ncgru-t1") -> list:
+  """A table's rows judged by their minimum training loss, from the harness's archive at
+  ``path``: ``{row, paper, values, steps, verdict}`` each."""
   stored = archive.load(path).get("rows", {})
   out = []
-  for row in rows.get("ncgru-t1").rows:
+  for row in rows.get(table_id).rows:
     records = [r for r in stored.get(row.id, {}).get("seeds", {}).values()
                if not r.get("smoke")]
     out.append({"row": row, "paper": row.paper["min_train_loss"],
@@ -177,7 +146,7 @@ def page(runs: list) -> str:
             "## What the authors' code does", "",
             "Read from the code the authors released for the paper; the paper is the "
             "specification where it speaks, the code where it is silent.", "",
-            *settings_lines(), "",
+            *settings_lines("Sec. 4.1", CODE, SETTINGS), "",
             "## Table 1 at the code's budget", "",
             "The harness's rows ([ncgru-t1](reproduction/ncgru-t1.md)) with the preset "
             "`configs/parenthesis.py` at the code's budget and logged loss; a row's records "
@@ -304,7 +273,7 @@ def main(argv=None) -> int:
   args = p.parse_args(argv)
   if args.readout_weight_decay < 0:
     p.error(f"argument --readout-weight-decay must be >= 0; got {args.readout_weight_decay}")
-  runs = load()
+  runs = load_runs(RECORD)
   if not args.report_only:
     for row_id in args.rows:
       steps = args.steps or rows.get("ncgru-t1").row(row_id).steps
@@ -312,7 +281,7 @@ def main(argv=None) -> int:
         if any(_key(r) == (row_id, steps, seed, args.readout_weight_decay) for r in runs):
           continue
         runs.append(run_row(row_id, args.workdir, args.steps, seed, args.readout_weight_decay))
-        save(runs)
+        save_runs(RECORD, runs)
   with open(PAGE, "w") as f:
     f.write(page(runs))
   print(page(runs))

@@ -68,6 +68,13 @@ def command_line(module: str, argv: list) -> str:
   return " ".join(["python -m " + module, *kept])
 
 
+def stamp(module: str, argv: list) -> dict:
+  """What a measurement's record says of its making: the command (:func:`command_line`), the
+  commit the process started at, the machine and the date."""
+  return {"command": command_line(module, argv), "commit": started_at_commit(),
+          "machine": machine(), "date": utc_now()}
+
+
 _ABSOLUTE = re.compile(r"(?<![\w.])/[^\s'\"(),;]+")
 
 

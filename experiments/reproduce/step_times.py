@@ -103,10 +103,9 @@ def main(argv: Optional[list] = None) -> int:
       seconds = measure(row)
       stored[f"{table.id}/{row.id}"] = {
           "seconds_per_step": round(seconds, 4), "steps_timed": REPEATS,
-          "command": provenance.command_line("experiments.reproduce.step_times",
-                                             sys.argv[1:] if argv is None else argv),
-          "commit": provenance.started_at_commit(), "machine": provenance.machine(),
-          "load": round(os.getloadavg()[0], 1), "date": provenance.utc_now()}
+          **provenance.stamp("experiments.reproduce.step_times",
+                             sys.argv[1:] if argv is None else argv),
+          "load": round(os.getloadavg()[0], 1)}
       print(f"step_times: {table.id}/{row.id}: {seconds:.3f} s a step", flush=True)
       archive_lib.save(PATH, dict(sorted(stored.items())))
   return 0

@@ -92,8 +92,10 @@ T2 = Table(
         steps=10000, seeds=1,
         notes={"*": (MIN_LOSS + " (means of ten batches); the authors' code (emucllari1/NC-GRU, "
                      "`denoise_task.py`) logs every batch's loss after its update, so its "
-                     "minimum is over single batches and no larger than the smallest mean"),
-               "scornn": "the paper does not give scoRNN's rho for this task (preset: 100)"}),
+                     "minimum is over single batches and no larger than the smallest mean; "
+                     "docs/DENOISE.md measures both readings"),
+               "scornn": ("the paper does not give scoRNN's rho for this task (preset: 100; "
+                          "the code's default, 50, in docs/DENOISE.md)")}),
 )
 
 T3 = Table(

@@ -1,0 +1,52 @@
+"""experiments/denoise_metric.py: NC-GRU Table 2's runs, their variants and the page written
+from the records alone."""
+
+import pytest
+
+from experiments import denoise_metric as dm
+
+
+def test_a_run_names_a_row_of_table_two_and_a_known_variant():
+  assert dm.parse_run("denoise-scornn-t200:rho50") == ("denoise-scornn-t200", "rho50")
+  with pytest.raises(ValueError, match="row 'copy-x' is not in ncgru-t2"):
+    dm.parse_run("copy-x:preset")
+  with pytest.raises(ValueError, match="variant 'rho7' unknown; allowed: \\['preset', 'rho50'\\]"):
+    dm.parse_run("denoise-scornn-t200:rho7")
+  for spec in dm.RUNS:
+    dm.parse_run(spec)
+
+
+def test_a_variant_changes_only_its_keys():
+  base = dm.variant_config("denoise-scornn-t200", "preset")
+  changed = dm.variant_config("denoise-scornn-t200", "rho50")
+  assert (base.model.cell.rho, changed.model.cell.rho) == (100, 50)
+  changed.model.cell.rho = base.model.cell.rho
+  assert changed.to_dict() == base.to_dict()
+
+
+def _run(row, variant, paper, single, ten):
+  return {"row": row, "variant": variant, "paper": paper, "steps": 10000,
+          "minima": {"1": single, "10": ten, "100": ten * 1.1}, "command": "c", "commit": "abc",
+          "machine": "m", "date": "d"}
+
+
+def test_the_reading_computes_the_share_of_the_gap_from_the_records():
+  closes = _run("denoise-goru-t200", "preset", 0.04, 0.042, 0.048)  # (0.048-0.042)/0.008
+  reaches = _run("denoise-scornn-t200", "rho50", 0.08, 0.079, 0.085)
+  text = "\n".join(dm.reading_lines([closes, reaches]))
+  assert f"closes {100 * (0.048 - 0.042) / (0.048 - 0.04):.0f} % of the gap" in text
+  assert "0.079 against the paper's 0.08 (0.988 times), reaches the paper's value" in text
+  assert dm.reading_lines([]) == ["No run is recorded yet."]
+
+
+def test_the_page_comes_from_the_records(tmp_path, monkeypatch):
+  from experiments.reproduce import archive  # pylint: disable=g-import-not-at-top
+  path = tmp_path / "ncgru-t2.json"
+  archive.save(str(path), {"rows": {"denoise-goru-t200": {"seeds": {
+      "0": {"steps": 10000, "metrics": {"min_train_loss": 0.05}}}}}})
+  monkeypatch.setattr(dm, "TABLE_RECORDS", str(path))
+  page = dm.page([_run("denoise-goru-t200", "preset", 0.04453, 0.0431, 0.0462)])
+  assert ("| denoise-goru-t200 | preset | 0.04453 | 0.0431 | 0.0462 | 0.05082 | "
+          f"{0.0431 / 0.04453:.3f}, {0.0462 / 0.04453:.3f} | 10000 |") in page
+  assert f"| denoise-goru-t200 | 0.04453 | 0.05 | {0.05 / 0.04453:.3f} | 1 |" in page
+  assert "| denoise-lstm-t400 | 0.05427 | — | — | 0 |" in page
