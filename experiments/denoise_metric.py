@@ -29,6 +29,7 @@ from experiments.batch_minima import (load_runs, save_runs, settings_lines, trai
                                       window_minima)
 from experiments.parenthesis_metric import row_summaries
 from experiments.reproduce import provenance, rows, runner
+from lvf_jax.train import config as config_lib
 
 RECORD = os.path.join(provenance.ROOT, "docs", "results", "denoise_metric.json")
 PAGE = os.path.join(provenance.ROOT, "docs", "DENOISE.md")
@@ -58,11 +59,7 @@ def variant_config(row_id: str, variant: str, seed: int = 0):
   """The row's harness config with the variant's changes."""
   c = runner.row_config(rows.get(TABLE).row(row_id), seed=seed)
   for key, value in VARIANTS[variant].items():
-    *path, name = key.split(".")
-    section = c
-    for part in path:
-      section = section[part]
-    section[name] = value
+    config_lib.set_field(c, key, value)
   return c
 
 

@@ -404,9 +404,9 @@ mean (`test_nll_per_sequence`) against its own floor, the per-piece mean of the 
 chain, and so are the two MuseData claims; the frame-weighted `test_loss` is reported beside
 it, and the JSB rows stay on `test_loss` (`experiments/reproduce/tables/lvf.py`,
 `experiments/reproduce/floors.py`). Still open: the MuseData baselines other than the RNN, the
-nnRNN and the lvfRNN are short of their budget (their page gives the hours left); and Boulanger-Lewandowski et al. 2012
-Table 1 and Chung et al. 2014 Table 2 are not in `PUBLISHED` until read from the papers, so the
-numerical calibration stays undecided.
+nnRNN and the lvfRNN are short of their budget (their page gives the hours left); and
+Boulanger-Lewandowski et al. 2012 Table 1 and Chung et al. 2014 Table 2 are not in `PUBLISHED`
+until read from the papers, so the numerical calibration stays undecided.
 """
 
 

@@ -101,3 +101,21 @@ def test_the_recorded_command_leaves_out_the_machines_workdir():
   measured = "python /work/main/benchmarks/gpu.py --json /root/out/g.json; lvf_jax from /work/main"
   assert provenance.machine_free(measured) == (
       "python .../main/benchmarks/gpu.py --json .../out/g.json; lvf_jax from .../main")
+
+
+def _trial(name: str, steps: int, test: float, best: int, best_val: float, last_val: float):
+  return {"trial": name, "preset": study.TRIALS[name][0], "seed": 0, "steps": steps,
+          "test_loss": test, "best_step": best, "best_val_loss": best_val,
+          "last_val_loss": last_val}
+
+
+def test_the_readout_decay_is_set_against_its_presets_longest_trial():
+  records = {"a": _trial("eurnn-readout-wd-1e-4", 2290, 9.1, 4 * study.EPOCH, 9.0, 9.2),
+             "b": _trial("eurnn-base", 1374, 9.265, 2 * study.EPOCH, 9.3, 10.2),
+             "c": _trial("eurnn-base", 458, 9.4, 2 * study.EPOCH, 9.3, 9.5)}
+  (line,) = study.decay_findings(records)
+  assert "(`eurnn-readout-wd-1e-4`, 2290 steps) against the preset (`eurnn-base`, 1374" in line
+  assert "best test NLL 9.1 at epoch 4 against 9.265 at epoch 2" in line
+  assert f"rose by {0.2:.3g} after its best epoch against {0.9:.3g}" in line
+  assert study.standing(9.1, study.PAPER["eurnn"]) in line
+  assert study.decay_findings({"b": records["b"]}) == []  # no decayed trial recorded
