@@ -119,3 +119,26 @@ def test_the_readout_decay_is_set_against_its_presets_longest_trial():
   assert f"rose by {0.2:.3g} after its best epoch against {0.9:.3g}" in line
   assert study.standing(9.1, study.PAPER["eurnn"]) in line
   assert study.decay_findings({"b": records["b"]}) == []  # no decayed trial recorded
+
+
+def test_a_row_of_one_change_says_whether_it_ran_its_full_budget(tmp_path):
+  path = _archive(tmp_path, {"jsb-exprnn-lr-orth": (8.44, 4809)})
+  (line,) = study.full_budget_findings(path)
+  assert line.startswith("- `jsb-exprnn-lr-orth` (seed 0, 22900 steps, the full budget)")
+  assert study.paper_of("jsb-exprnn-lr-orth") == study.PAPER["exprnn"]
+  short = tmp_path / "short"
+  short.mkdir()
+  path = _archive(short, {"jsb-exprnn-lr-orth": (8.44, 4809)})
+  archive = study.archive.load(path)
+  archive["rows"]["jsb-exprnn-lr-orth"]["seeds"]["0"]["steps"] = 5000
+  study.archive.save(path, archive)
+  (line,) = study.full_budget_findings(path)
+  assert f"5000 steps, short of the full {study.FULL_STEPS})" in line
+
+
+def test_the_readout_decay_falls_back_to_the_presets_full_budget_row(tmp_path):
+  path = _archive(tmp_path, {"jsb-exprnn": (9.325, 5 * study.EPOCH)})
+  records = {"a": _trial("exprnn-readout-wd-1e-4", 2290, 9.346, 5 * study.EPOCH, 9.5, 9.75)}
+  (line,) = study.decay_findings(records, path)
+  assert "against the preset (the row `jsb-exprnn`, 22900 steps)" in line
+  assert "best test NLL 9.346 at epoch 5 against 9.325 at epoch 5" in line
