@@ -243,17 +243,18 @@ T3_TANH = tuple(
         paper_params="~350k", steps=JSB_STEPS, note=JSB_TANH_NOTE)
     for preset, name, jsb, _ in _T3 if preset in ("exprnn", "nnrnn"))
 
-# The expRNN on JSB with its skew parameter at the rate of every other parameter in place of the
-# preset's lr / 10 (docs/JSB_BASELINES.md); the lvfRNN paper gives no baseline's rates.
+# The expRNN and nnRNN on JSB with their skew parameter at the rate of every other parameter in
+# place of the presets' lr / 10 (docs/JSB_BASELINES.md); the lvfRNN paper gives no baseline's
+# rates.
 JSB_LR_ORTH_NOTE = ("the preset with the skew parameter at Adam 1e-3, the rate of every other "
-                    "parameter, in place of the expRNN reference code's lr / 10: at lr / 10 the "
+                    "parameter, in place of the reference codes' lr / 10: at lr / 10 the "
                     "validation NLL turns upward by the fifth epoch (`docs/JSB_BASELINES.md`, "
                     "one trial at a time); Table 3 gives no baseline's rates")
 T3_LR_ORTH = tuple(
     Row(id=f"jsb-{preset}-lr-orth", task="JSB", model=f"{name} (skew at lr)",
         paper={"test_loss": jsb}, config=f"jsb.py:{preset}", overrides={"optim.lr_orth": 1e-3},
         paper_params="~350k", steps=JSB_STEPS, note=JSB_LR_ORTH_NOTE)
-    for preset, name, jsb, _ in _T3 if preset == "exprnn")
+    for preset, name, jsb, _ in _T3 if preset in ("exprnn", "nnrnn"))
 
 T3_LITERAL = Row(id="jsb-lvf-literal", task="JSB", model="lvfRNN (Table 5 literal)",
                  paper={"test_loss": 8.36}, config="jsb.py:lvf_literal", paper_params="~350k",
