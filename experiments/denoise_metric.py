@@ -106,15 +106,35 @@ def run_lines(runs: list) -> list:
   return lines
 
 
-def reading_lines(runs: list) -> list:
-  """What each run says, computed from its record: the share of the gap each reading closes."""
-  out = []
+def _harness_values(path: str = "") -> dict:
+  """``{row: [min training loss of each archived seed]}`` of Table 2 (means of 10)."""
+  return {s["row"].id: s["values"] for s in row_summaries(path or TABLE_RECORDS, TABLE)}
+
+
+def _spread(r: dict, harness: list) -> str:
+  """The preset run's mean of 10 beside the harness's records of the same config."""
+  if r["variant"] != "preset" or not harness:
+    return ""
+  m10, paper = r["minima"]["10"], r["paper"]
+  lo, hi = min(harness + [m10]), max(harness + [m10])
+  spans = ("spans the paper's value, so these runs cannot tell the row from the paper"
+           if lo <= paper <= hi else "does not reach the paper's value")
+  recorded = ", ".join(f"{v:.4g}" for v in harness)
+  return (f" The same config in the harness's records reads {recorded}"
+          f" with means of 10 against {m10:.4g} here: a factor of {hi / lo:.2f} between runs "
+          f"of one config, which {spans}.")
+
+
+def reading_lines(runs: list, path: str = "") -> list:
+  """What each run says, computed from its record: the share of the gap each reading closes,
+  and the preset's runs beside the harness's records of the same config."""
+  harness, out = _harness_values(path), []
   for r in runs:
     m, paper = r["minima"], r["paper"]
     gap = m["10"] - paper
     if gap <= 0:
       out.append(f"- {r['row']} ({r['variant']}): the mean of 10 already reaches the paper "
-                 f"({m['10']:.4g} against {paper:.4g}).")
+                 f"({m['10']:.4g} against {paper:.4g}).{_spread(r, harness.get(r['row']))}")
       continue
     share = (m["10"] - m["1"]) / gap
     verdict = ("reaches the paper's value" if m["1"] <= paper else
@@ -122,7 +142,7 @@ def reading_lines(runs: list) -> list:
                f"and the paper")
     out.append(f"- {r['row']} ({r['variant']}): the minimum over single batches, "
                f"{m['1']:.4g} against the paper's {paper:.4g} ({m['1'] / paper:.3f} times), "
-               f"{verdict}.")
+               f"{verdict}.{_spread(r, harness.get(r['row']))}")
   return out or ["No run is recorded yet."]
 
 

@@ -50,3 +50,20 @@ def test_the_page_comes_from_the_records(tmp_path, monkeypatch):
           f"{0.0431 / 0.04453:.3f}, {0.0462 / 0.04453:.3f} | 10000 |") in page
   assert f"| denoise-goru-t200 | 0.04453 | 0.05 | {0.05 / 0.04453:.3f} | 1 |" in page
   assert "| denoise-lstm-t400 | 0.05427 | — | — | 0 |" in page
+
+
+def test_a_presets_run_is_set_beside_the_harness_records_of_its_config(tmp_path):
+  from experiments.reproduce import archive  # pylint: disable=g-import-not-at-top
+  path = tmp_path / "ncgru-t2.json"
+  archive.save(str(path), {"rows": {"denoise-goru-t200": {"seeds": {
+      "0": {"steps": 10000, "metrics": {"min_train_loss": 0.0462}}}}}})
+  run = _run("denoise-goru-t200", "preset", 0.04453, 0.0386, 0.0407)
+  (line,) = dm.reading_lines([run], str(path))
+  assert "the mean of 10 already reaches the paper (0.0407 against 0.04453)" in line
+  assert f"reads 0.0462 with means of 10 against 0.0407 here: a factor of {0.0462 / 0.0407:.2f}" \
+      in line
+  assert "spans the paper's value" in line
+  far = _run("denoise-goru-t200", "preset", 0.04453, 0.0470, 0.0480)
+  assert "does not reach the paper's value" in dm.reading_lines([far], str(path))[0]
+  other = _run("denoise-goru-t200", "rho50", 0.04453, 0.0470, 0.0480)
+  assert "harness's records" not in dm.reading_lines([other], str(path))[0]
