@@ -49,3 +49,10 @@ def settings_lines(paper_section: str, code: str, settings) -> list:
   lines = [f"| setting | paper ({paper_section}) | authors' code ({code}) | harness |",
            "|---|---|---|---|"]
   return lines + [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in settings]
+
+
+def write_page(path: str, text: str) -> None:
+  """Writes a study's page (generated from its records) and prints it."""
+  with open(path, "w") as f:
+    f.write(text)
+  print(text)

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from experiments.batch_minima import (load_runs, save_runs, settings_lines, train_every_batch,
-                                      window_minima)
+                                      window_minima, write_page)
 from experiments.parenthesis_metric import row_summaries
 from experiments.reproduce import provenance, rows, runner
 from lvf_jax.train import config as config_lib
@@ -193,9 +193,7 @@ def main(argv=None) -> int:
         continue
       runs.append(run(row_id, variant, args.workdir))
       save_runs(RECORD, runs)
-  with open(PAGE, "w") as f:
-    f.write(page(runs))
-  print(page(runs))
+  write_page(PAGE, page(runs))
   return 0
 
 

@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from experiments.batch_minima import (load_runs, save_runs, settings_lines, train_every_batch,
-                                      window_minima)
+                                      window_minima, write_page)
 from experiments.reproduce import archive, provenance, rows, runner
 
 RECORD = os.path.join(provenance.ROOT, "docs", "results", "parenthesis_metric.json")
@@ -282,9 +282,7 @@ def main(argv=None) -> int:
           continue
         runs.append(run_row(row_id, args.workdir, args.steps, seed, args.readout_weight_decay))
         save_runs(RECORD, runs)
-  with open(PAGE, "w") as f:
-    f.write(page(runs))
-  print(page(runs))
+  write_page(PAGE, page(runs))
   return 0
 
 
