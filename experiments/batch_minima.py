@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from experiments.reproduce import archive, runner
+from experiments.reproduce import archive, provenance, runner
 
 #: Windows read: single batches and means of 10 and 100 consecutive batches.
 WINDOWS = (1, 10, 100)
@@ -27,6 +27,7 @@ def window_minima(losses, windows=WINDOWS) -> dict:
 def train_every_batch(c, run_dir: str) -> list:
   """Trains config ``c`` in ``run_dir`` with ``log_every = 1``; every batch's training loss."""
   from lvf_jax import train  # pylint: disable=g-import-not-at-top
+  provenance.started_at_commit()  # the record names the code this run trains with
   c.train.log_every = 1
   os.makedirs(run_dir, exist_ok=True)
   train.train_and_evaluate(c, run_dir)
