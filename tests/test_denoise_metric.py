@@ -4,6 +4,7 @@ from the records alone."""
 import pytest
 
 from experiments import denoise_metric as dm
+from experiments import parenthesis_metric as pm
 
 
 def test_a_run_names_a_row_of_table_two_and_a_known_variant():
@@ -33,10 +34,10 @@ def _run(row, variant, paper, single, ten):
 def test_the_reading_computes_the_share_of_the_gap_from_the_records():
   closes = _run("denoise-goru-t200", "preset", 0.04, 0.042, 0.048)  # (0.048-0.042)/0.008
   reaches = _run("denoise-scornn-t200", "rho50", 0.08, 0.079, 0.085)
-  text = "\n".join(dm.reading_lines([closes, reaches]))
+  text = "\n".join(dm.reading_lines([closes, reaches], []))
   assert f"closes {100 * (0.048 - 0.042) / (0.048 - 0.04):.0f} % of the gap" in text
   assert "0.079 against the paper's 0.08 (0.988 times), reaches the paper's value" in text
-  assert dm.reading_lines([]) == ["No run is recorded yet."]
+  assert dm.reading_lines([], []) == ["No run is recorded yet."]
 
 
 def test_the_page_comes_from_the_records(tmp_path, monkeypatch):
@@ -57,13 +58,14 @@ def test_a_presets_run_is_set_beside_the_harness_records_of_its_config(tmp_path)
   path = tmp_path / "ncgru-t2.json"
   archive.save(str(path), {"rows": {"denoise-goru-t200": {"seeds": {
       "0": {"steps": 10000, "metrics": {"min_train_loss": 0.0462}}}}}})
+  summaries = pm.row_summaries(str(path), dm.TABLE)
   run = _run("denoise-goru-t200", "preset", 0.04453, 0.0386, 0.0407)
-  (line,) = dm.reading_lines([run], str(path))
+  (line,) = dm.reading_lines([run], summaries)
   assert "the mean of 10 already reaches the paper (0.0407 against 0.04453)" in line
   assert f"reads 0.0462 with means of 10 against 0.0407 here: a factor of {0.0462 / 0.0407:.2f}" \
       in line
   assert "spans the paper's value" in line
   far = _run("denoise-goru-t200", "preset", 0.04453, 0.0470, 0.0480)
-  assert "does not reach the paper's value" in dm.reading_lines([far], str(path))[0]
+  assert "does not reach the paper's value" in dm.reading_lines([far], summaries)[0]
   other = _run("denoise-goru-t200", "rho50", 0.04453, 0.0470, 0.0480)
-  assert "harness's records" not in dm.reading_lines([other], str(path))[0]
+  assert "harness's records" not in dm.reading_lines([other], summaries)[0]
