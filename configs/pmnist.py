@@ -53,7 +53,7 @@ PRESETS = {
                                    lr_orth=1e-6, unitary_gradient="rms")),
     "softorth": dict(
         hidden=128,  # AntisymmetricRNN Table 1: n=128
-        cell=dict(margin=1.0,  # library choice: the quoted row's margin is not given
+        cell=dict(margin=1.0,  # Vorontsov et al. 2017 Tables 1-2's m = 1 (quoted row: m = 0.1)
                   orthogonality_penalty=0.0),  # the margin alone bounds the spectrum
         optim=dict(optimizer="rmsprop",  # library choice, as the file's other RNNs
                    learning_rate=1e-3,  # library choice

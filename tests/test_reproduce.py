@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from experiments.reproduce import __main__ as cli
-from experiments.reproduce import (archive, floors, harness, pages, provenance, rows, runner,
-                                   step_times)
+from experiments.reproduce import (archive, diagnostics, floors, harness, pages, provenance, rows,
+                                   runner, step_times)
 from experiments.reproduce import verdict as verdict_lib
 from lvf_jax import zoo
 from lvf_jax.data import paths
@@ -177,6 +177,41 @@ def test_one_row_per_paper_runs_through_the_command_line(table_id, row_id, tmp_p
   mtime = os.path.getmtime(work / table_id / row_id / "seed0" / harness.RESULT)
   assert cli.main(argv) == 0
   assert os.path.getmtime(work / table_id / row_id / "seed0" / harness.RESULT) == mtime
+
+
+def _margin_spectrum(logits, margin):
+  """Vorontsov et al. 2017's singular values ``2 m (sigmoid(p) - 1/2) + 1`` in float64."""
+  p = np.asarray(logits, np.float64)
+  return 2.0 * margin * (1.0 / (1.0 + np.exp(-p)) - 0.5) + 1.0
+
+
+@needs_data
+def test_the_soft_orthogonal_rows_record_the_spectrum_of_their_margin(tmp_path, tfds_dir,
+                                                                      monkeypatch):
+  monkeypatch.setenv(paths.TFDS_DIR_ENV, tfds_dir)
+  table = rows.get("antisymmetric-t1")
+  row = table.row("mnist-softorth-margin-0.1")
+  work = str(tmp_path)
+  got = runner.run_row(table, row, work, smoke=True, log=lambda *_: None)["diagnostics"]
+  run_dir = runner.row_dir(table, row, work, 0)
+  _, variables, _ = zoo.load_run(run_dir)
+  params = variables["params"]["rnn"]["layer_0"]["cell"]
+  s = _margin_spectrum(params["singular_logits"], 0.1)
+  # W = U diag(s) V^T from float32 orthogonal factors: its singular values are s to about
+  # n eps32 relative (n = 128)
+  want = {"min": s.min(), "mean": s.mean(), "max": s.max()}
+  assert got["singular_values"] == pytest.approx(want, rel=1e-4)
+  assert 0.9 <= got["singular_values"]["min"] <= got["singular_values"]["max"] <= 1.1
+  # a spread spectrum (the trained logits replaced) is read as the formula gives it
+  spread = np.random.default_rng(0).normal(0.0, 3.0, s.shape).astype(np.float32)
+  layer = diagnostics._first_cell(run_dir)  # pylint: disable=protected-access
+  monkeypatch.setattr(diagnostics, "_first_cell", lambda _: (
+      layer[0], {**layer[1], "singular_logits": spread}, layer[2]))
+  s = _margin_spectrum(spread, 0.1)
+  assert diagnostics.singular_values(run_dir) == pytest.approx(
+      {"min": s.min(), "mean": s.mean(), "max": s.max()}, rel=1e-4)
+  assert diagnostics.cell("singular_values", {"min": 0.9, "mean": 1.0, "max": 1.1}) == (
+      "0.9 / 1 / 1.1")
 
 
 def _fake_result(work, table, row, seed, metrics, steps=100, date="2026-01-01 00:00 UTC"):

@@ -13,7 +13,11 @@ gives None where the run has neither yet.
   held-out linear probes (the linear memory capacity of Jaeger 2002 and the target's
   ``R^2``);
 - ``field_divergence``: ``||div V||`` of the first layer's lvfRNN field (Azencot et al.
-  2021, arXiv:2102.09589, eq. 8), the field the cell uses.
+  2021, arXiv:2102.09589, eq. 8), the field the cell uses;
+- ``singular_values``: the smallest, mean and largest singular value of the first layer's
+  recurrent matrix (a cell with ``recurrent_matrix``, e.g. the soft orthogonal RNN, whose
+  spectral margin ``m`` bounds them to ``[1 - m, 1 + m]``; Vorontsov et al. 2017,
+  arXiv:1702.00071, Sec. 2.2).
 """
 
 from __future__ import annotations
@@ -43,11 +47,16 @@ DESCRIPTIONS = {
     "field_divergence": ("'||div V||' is the Euclidean norm of the divergence (lvfRNN eq. 8) "
                          "of the first layer's field at the best validation step, the field "
                          "the cell uses (with its divergence parameter, or projected)"),
+    "singular_values": ("'singular values' are the smallest / mean / largest singular value "
+                        "of the first layer's recurrent matrix at the best validation step "
+                        "(1 for every one of an orthogonal matrix; a spectral margin m bounds "
+                        "them to [1 - m, 1 + m])"),
 }
 
 #: The column heading of each measurement.
 HEADINGS = {"target_reached": "target reached at", "gradient_reach": "dh_T/dh_1",
-            "memory_probe": "h_T memory", "field_divergence": "||div V||"}
+            "memory_probe": "h_T memory", "field_divergence": "||div V||",
+            "singular_values": "singular values"}
 
 #: Test sequences of :func:`memory_probe` in a smoke run.
 SMOKE_PROBE_BATCH = 16
@@ -66,16 +75,24 @@ def target_reached(run_dir: str, *, target: float, smoke: bool = False) -> Optio
   return {"target": float(target), "step": step}
 
 
-def _first_layer(run_dir: str):
-  """``(cell, params, task)`` of the first layer at the run's best validation variables,
+def _first_cell(run_dir: str):
+  """``(cell, params, config)`` of the first layer at the run's best validation variables,
   or None before its first evaluation."""
   if not os.path.exists(os.path.join(run_dir, BEST_VARIABLES)):
     return None
   from lvf_jax import zoo  # pylint: disable=g-import-not-at-top
-  from lvf_jax.train import builders  # pylint: disable=g-import-not-at-top
   model, variables, c = zoo.load_run(run_dir)
-  return (model.cells[0], variables["params"]["rnn"]["layer_0"]["cell"],
-          builders.build_pipeline(c).task)
+  return model.cells[0], variables["params"]["rnn"]["layer_0"]["cell"], c
+
+
+def _first_layer(run_dir: str):
+  """``(cell, params, task)``: :func:`_first_cell` with the run's synthetic task."""
+  layer = _first_cell(run_dir)
+  if layer is None:
+    return None
+  from lvf_jax.train import builders  # pylint: disable=g-import-not-at-top
+  cell, params, c = layer
+  return cell, params, builders.build_pipeline(c).task
 
 
 def gradient_reach(run_dir: str, *, batch: int = 2, smoke: bool = False) -> Optional[float]:
@@ -108,6 +125,20 @@ def field_divergence(run_dir: str, *, smoke: bool = False) -> Optional[float]:
   cell, params, _ = layer
   v = cell.apply({"params": params}, method=lambda c: c.field())
   return float(np.linalg.norm(np.asarray(geometry.divergence(v), np.float64)))
+
+
+def singular_values(run_dir: str, *, smoke: bool = False) -> Optional[dict]:
+  """``{"min", "mean", "max"}`` of the singular values of the first layer's recurrent
+  matrix (``cell.recurrent_matrix()``) at the run's best validation variables."""
+  del smoke
+  layer = _first_cell(run_dir)
+  if layer is None:
+    return None
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  cell, params, _ = layer
+  w = cell.apply({"params": params}, method=lambda c: c.recurrent_matrix())
+  s = np.linalg.svd(np.asarray(w, np.float64), compute_uv=False)
+  return {"min": float(s.min()), "mean": float(s.mean()), "max": float(s.max())}
 
 
 def last_states(cell: Any, params: Any, x, chunk: int = 256):
@@ -152,7 +183,8 @@ def memory_probe(run_dir: str, *, batch: int = 4096, lags: tuple = (1, 10, 100, 
 
 MEASUREMENTS: dict[str, Callable[..., Any]] = {
     "target_reached": target_reached, "gradient_reach": gradient_reach,
-    "memory_probe": memory_probe, "field_divergence": field_divergence}
+    "memory_probe": memory_probe, "field_divergence": field_divergence,
+    "singular_values": singular_values}
 
 
 def check(names) -> None:
@@ -180,6 +212,8 @@ def cell(name: str, value: Any) -> str:
     return ""
   if name == "target_reached":
     return "not reached" if value["step"] is None else str(value["step"])
+  if name == "singular_values":
+    return f"{value['min']:.3g} / {value['mean']:.3g} / {value['max']:.3g}"
   if name == "memory_probe":
     return (f"{value['capacity']:.1f} of n = {value['n']}; target R^2 "
             f"{max(value['target_r2'], 0.0):.2f}")

@@ -35,6 +35,20 @@ FCURNN = ("quoted by the paper from Wisdom et al. 2016; the preset follows the a
           "RMS-normalised gradient) but at batch 128 instead of their 50")
 GPU_512_BLOCKER = "budget: a GPU row (30,030 steps of 784 time steps at n = 512)"
 NO_CIFAR = "no data: CIFAR-10 is not in the data directory"
+# One change at a time to the soft orthogonal preset (its margin 1 and its rates are the
+# library's choices): Vorontsov et al. 2017 (ICLR 2017 submission, Tables 1-2) reach the quoted
+# 94.1 % / 91.4 % at spectral margin 0.1 (93.84 % / 90.83 % at margin 1), with tanh, batch 50,
+# 120 epochs, RMSprop, gradients clipped at 100 and weight decay 1e-4.
+#: The soft orthogonal rows' trained spectrum (experiments/reproduce/diagnostics.py).
+SPECTRUM = {"singular_values": {}}
+SOFTORTH_MARGIN_NOTE = ("the preset with the spectral margin of the quoted row, 0.1 "
+                        "(Vorontsov et al. 2017, Tables 1-2: singular values in [0.9, 1.1]), "
+                        "in place of the preset's 1; their budget is 120 epochs at batch 50, "
+                        "the row keeps the preset's 70 epochs at batch 128")
+SOFTORTH_CLIP_NOTE = ("the preset with its gradient clipped to global norm 1 (a library choice: "
+                      "Vorontsov et al.'s released code clips each entry of the hidden-state "
+                      "gradient at 100, which the fused scan does not offer); nothing else "
+                      "changed")
 
 
 def _row(task, task_name, slug, model, value, params, note, **kw):
@@ -66,7 +80,7 @@ def _mnist_rows():
             note=sentence(FCURNN, MNIST_BUDGET, EVAL)),
         row("softorth", "Soft orthogonal (Vorontsov et al., 2017)", (94.1, 91.4)[i],
             "n=128, 18k", config=f"{file}:softorth", steps=QUOTED_STEPS,
-            note="Quoted by the paper from Vorontsov et al. 2017."),
+            diagnostics=SPECTRUM, note="Quoted by the paper from Vorontsov et al. 2017."),
         row("kru", "KRU (Jose et al., 2017)", (96.4, 94.5)[i], "n=512, 11k",
             config=f"{file}:kru", steps=QUOTED_STEPS,
             blocker=GPU_512_BLOCKER,
@@ -78,6 +92,15 @@ def _mnist_rows():
             "n=128, 10k", config=f"{file}:gated_antisymmetric", steps=50000,
             note=sentence(OPTIM, MNIST_BUDGET, EVAL)),
     ]
+    if task == "mnist":
+      rows.append(row("softorth-margin-0.1", "Soft orthogonal (margin 0.1)", 94.1,
+                      "n=128, 18k", config=f"{file}:softorth", steps=QUOTED_STEPS,
+                      overrides={"model.cell.margin": 0.1}, diagnostics=SPECTRUM,
+                      note=SOFTORTH_MARGIN_NOTE))
+      rows.append(row("softorth-clip-1", "Soft orthogonal (clip 1)", 94.1, "n=128, 18k",
+                      config=f"{file}:softorth", steps=QUOTED_STEPS,
+                      overrides={"optim.clip_norm": 1.0}, diagnostics=SPECTRUM,
+                      note=SOFTORTH_CLIP_NOTE))
   return tuple(rows)
 
 
