@@ -105,3 +105,20 @@ def test_real_data_floor_matches_harness():
       floors.markov_nll(rolls["train"], rolls["test"]), rel=1e-9)
   assert got["floors"]["test"]["bernoulli"]["frame_weighted"] == pytest.approx(
       floors.bernoulli_nll(rolls["train"], rolls["test"]), rel=1e-9)
+
+
+@pytest.mark.parametrize("ours,want", [(7.0, "meets"), (7.3, "misses"), (6.7, "beats")])
+def test_calibration_judges_our_rnn_against_each_published_rnn(ours, want):
+  rows = {"musedata-rnn": {"seeds": [{"test_loss": ours}]}}
+  lines = mp.calibration_lines(rows)
+  published = mp.PUBLISHED["pascanu2013"]["values"]
+  assert len(lines) == 2 + len(published)
+  line = next(l for l in lines if l.startswith("| RNN (MSGD+C) |"))
+  cells = [c.strip() for c in line.strip("|").split("|")]
+  theirs = published[("musedata", "RNN (MSGD+C)")]
+  assert float(cells[2]) == pytest.approx(0.015 * theirs, abs=5e-4)  # 1.5 % of their NLL
+  assert float(cells[4]) == pytest.approx(ours - theirs, abs=5e-4) and cells[5] == want
+  lvf_rnn = mp.PUBLISHED["lvf-t3"]["values"][("musedata", "RNN")]
+  assert float(cells[6]) == pytest.approx(lvf_rnn - theirs, abs=5e-3)
+  unrun = mp.calibration_lines({"musedata-rnn": {"seeds": []}})
+  assert all("not run" in l for l in unrun[2:])
