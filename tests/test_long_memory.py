@@ -124,6 +124,28 @@ def test_a_tiny_row_records_its_diagnostics_and_they_hold(tmp_path):
   assert open(pages.write_table(table, str(tmp_path / "none"), out)).read() == page
 
 
+def test_the_batch_minimum_is_the_smallest_batch_mean_of_the_squared_errors(tmp_path):
+  table, row = _tiny(target=1e9)
+  row = dataclasses.replace(row, diagnostics={"batch_minimum": {"size": 20, "batch": 5}})
+  table = dataclasses.replace(table, rows=(row,))
+  work = str(tmp_path / "runs")
+  got = runner.run_row(table, row, work, log=lambda *_: None)["diagnostics"]["batch_minimum"]
+  # NumPy of the adding loss (squared error of the last output) on the same 20 sequences
+  model, variables, c = zoo.load_run(runner.row_dir(table, row, work, 0))
+  split = builders.build_pipeline(c).task.fixed_split("validation", 20)
+  out = np.asarray(model.apply(variables, split.inputs), np.float64)[:, -1, 0]
+  sq = (out - np.asarray(split.targets, np.float64)) ** 2
+  means = sq.reshape(4, 5).mean(axis=1)
+  assert got["size"] == 20 and got["batch"] == 5
+  # float32 forward passes of T = 12 steps, batches of 5 against one of 20: outputs agree to
+  # about T n eps32 relative, far inside 1e-4
+  assert got["loss"] == pytest.approx(sq.mean(), rel=1e-4)
+  assert got["min"] == pytest.approx(means.min(), rel=1e-4)
+  assert got["min"] < got["loss"]  # four different batches: one is below their mean
+  with pytest.raises(ValueError, match="multiple of batch"):
+    diagnostics.batch_minimum(runner.row_dir(table, row, work, 0), size=20, batch=3)
+
+
 def test_a_row_runs_through_the_harness_command_line(tmp_path):
   work, out = tmp_path / "runs", tmp_path / "pages"
   assert cli.main(["long-memory-adding", "--rows", "t1000-lstm", "--smoke", "--workdir",

@@ -17,7 +17,10 @@ gives None where the run has neither yet.
 - ``singular_values``: the smallest, mean and largest singular value of the first layer's
   recurrent matrix (a cell with ``recurrent_matrix``, e.g. the soft orthogonal RNN, whose
   spectral margin ``m`` bounds them to ``[1 - m, 1 + m]``; Vorontsov et al. 2017,
-  arXiv:1702.00071, Sec. 2.2).
+  arXiv:1702.00071, Sec. 2.2);
+- ``batch_minimum``: the validation loss of ``size`` sequences and the smallest loss of one of
+  its consecutive batches of ``batch``, what a minimum over single-batch evaluations would
+  read of the same model.
 """
 
 from __future__ import annotations
@@ -51,12 +54,17 @@ DESCRIPTIONS = {
                         "of the first layer's recurrent matrix at the best validation step "
                         "(1 for every one of an orthogonal matrix; a spectral margin m bounds "
                         "them to [1 - m, 1 + m])"),
+    "batch_minimum": ("'one batch's minimum' is, at the best validation step, the loss of "
+                      "10,000 validation sequences (the size of NC-GRU Sec. 4.3's evaluation "
+                      "set) and, after the arrow, the smallest loss of one of its consecutive "
+                      "batches of 50 (their batch): what a minimum over single-batch "
+                      "evaluations would read of the same model"),
 }
 
 #: The column heading of each measurement.
 HEADINGS = {"target_reached": "target reached at", "gradient_reach": "dh_T/dh_1",
             "memory_probe": "h_T memory", "field_divergence": "||div V||",
-            "singular_values": "singular values"}
+            "singular_values": "singular values", "batch_minimum": "one batch's minimum"}
 
 #: Test sequences of :func:`memory_probe` in a smoke run.
 SMOKE_PROBE_BATCH = 16
@@ -141,6 +149,34 @@ def singular_values(run_dir: str, *, smoke: bool = False) -> Optional[dict]:
   return {"min": float(s.min()), "mean": float(s.mean()), "max": float(s.max())}
 
 
+#: Validation sequences and batch of :func:`batch_minimum` in a smoke run.
+SMOKE_BATCH_MINIMUM = (20, 5)
+
+
+def batch_minimum(run_dir: str, *, size: int = 10000, batch: int = 50,
+                  smoke: bool = False) -> Optional[dict]:
+  """``{"size", "batch", "loss", "min"}``: the task loss of ``size`` validation sequences at
+  the run's best validation variables (the mean over its batches) and the smallest loss of
+  one batch of ``batch`` consecutive sequences."""
+  if not os.path.exists(os.path.join(run_dir, BEST_VARIABLES)):
+    return None
+  import jax  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from lvf_jax import zoo  # pylint: disable=g-import-not-at-top
+  from lvf_jax.train import builders  # pylint: disable=g-import-not-at-top
+  size, batch = SMOKE_BATCH_MINIMUM if smoke else (size, batch)
+  if size % batch:
+    raise ValueError(f"batch_minimum: size {size} is not a multiple of batch {batch}.")
+  model, variables, c = zoo.load_run(run_dir)
+  task = builders.build_pipeline(c).task
+  split = task.fixed_split("validation", size)
+  loss = jax.jit(lambda b: task.loss(model.apply(variables, b.inputs), b))
+  losses = np.asarray([float(loss(jax.tree_util.tree_map(lambda a, i=i: a[i:i + batch], split)))
+                       for i in range(0, size, batch)])
+  return {"size": size, "batch": batch, "loss": float(losses.mean()),
+          "min": float(losses.min())}
+
+
 def last_states(cell: Any, params: Any, x, chunk: int = 256):
   """The first layer's last state ``h_T`` on inputs ``x`` (batch, T, features), computed
   ``chunk`` sequences at a time without forming the other states."""
@@ -184,7 +220,7 @@ def memory_probe(run_dir: str, *, batch: int = 4096, lags: tuple = (1, 10, 100, 
 MEASUREMENTS: dict[str, Callable[..., Any]] = {
     "target_reached": target_reached, "gradient_reach": gradient_reach,
     "memory_probe": memory_probe, "field_divergence": field_divergence,
-    "singular_values": singular_values}
+    "singular_values": singular_values, "batch_minimum": batch_minimum}
 
 
 def check(names) -> None:
@@ -212,6 +248,8 @@ def cell(name: str, value: Any) -> str:
     return ""
   if name == "target_reached":
     return "not reached" if value["step"] is None else str(value["step"])
+  if name == "batch_minimum":
+    return f"{value['loss']:.3g} -> {value['min']:.3g}"
   if name == "singular_values":
     return f"{value['min']:.3g} / {value['mean']:.3g} / {value['max']:.3g}"
   if name == "memory_probe":

@@ -31,7 +31,8 @@ UC_ONLY = {"model.cell.orthogonal_reset": False}
 UR_UC = {"model.cell.orthogonal_reset": True}
 
 
-def _synthetic(task, file, metric, exponent, columns, models, *, steps, seeds, notes):
+def _synthetic(task, file, metric, exponent, columns, models, *, steps, seeds, notes,
+               diagnostics=None):
   """Rows of a synthetic table: one per (model, column).
 
   Args:
@@ -45,6 +46,7 @@ def _synthetic(task, file, metric, exponent, columns, models, *, steps, seeds, n
     seeds: seeds per row.
     notes: ``{slug: note}`` added after the table-wide note ``notes['*']``, and
       ``{f'{slug}-t{T}': note}`` after those for one column's row.
+    diagnostics: every row's ``Row.diagnostics`` (none by default).
   """
   rows = []
   for slug, name, preset, overrides, hidden, values in models:
@@ -53,7 +55,7 @@ def _synthetic(task, file, metric, exponent, columns, models, *, steps, seeds, n
           id=f"{task}-{slug}-t{T}", task=f"{task} T={T}", model=name,
           paper={metric: float(f"{value!r}e{exponent}")}, config=f"{file}:{preset}",
           overrides={"task.options.T": T, **overrides}, paper_params=f"n={hidden}",
-          steps=steps, seeds=seeds,
+          steps=steps, seeds=seeds, diagnostics=dict(diagnostics or {}),
           note=sentence(notes.get("*"), notes.get(slug), notes.get(f"{slug}-t{T}"))))
   return tuple(rows)
 
@@ -110,7 +112,7 @@ T3 = Table(
          ("goru", "GORU", "goru", {}, 128, (2.758, 2.3067)),
          ("ncgru-uc", "NC-GRU(U_c)", "ncgru", UC_ONLY, 80, (1.022, 0.81)),
          ("ncgru-ucur", "NC-GRU(U_c, U_r)", "ncgru", UR_UC, 80, (5.0, 4.93))),
-        steps=20000, seeds=1,
+        steps=20000, seeds=1, diagnostics={"batch_minimum": {}},
         notes={"*": (MIN_VAL + "; the paper trains 10 epochs of a fixed 100,000-example set "
                      "at batch 50 (20,000 steps); here every step draws fresh sequences")}),
 )
