@@ -83,14 +83,33 @@ def target_reached(run_dir: str, *, target: float, smoke: bool = False) -> Optio
   return {"target": float(target), "step": step}
 
 
-def _first_cell(run_dir: str):
-  """``(cell, params, config)`` of the first layer at the run's best validation variables,
-  or None before its first evaluation."""
+def _best_run(run_dir: str):
+  """``(model, variables, config)`` of the run at its best validation variables, or None
+  before its first evaluation."""
   if not os.path.exists(os.path.join(run_dir, BEST_VARIABLES)):
     return None
   from lvf_jax import zoo  # pylint: disable=g-import-not-at-top
-  model, variables, c = zoo.load_run(run_dir)
+  return zoo.load_run(run_dir)
+
+
+def _first_cell(run_dir: str):
+  """``(cell, params, config)`` of the first layer at the run's best validation variables,
+  or None before its first evaluation."""
+  run = _best_run(run_dir)
+  if run is None:
+    return None
+  model, variables, c = run
   return model.cells[0], variables["params"]["rnn"]["layer_0"]["cell"], c
+
+
+def _first_cell_value(run_dir: str, method: Callable[[Any], Any]):
+  """``method(cell)`` of the first layer at the run's best validation variables, or None
+  before its first evaluation."""
+  layer = _first_cell(run_dir)
+  if layer is None:
+    return None
+  cell, params, _ = layer
+  return cell.apply({"params": params}, method=method)
 
 
 def _first_layer(run_dir: str):
@@ -125,13 +144,11 @@ def field_divergence(run_dir: str, *, smoke: bool = False) -> Optional[float]:
   """``||div V||`` of the first layer's lvfRNN field at the run's best validation
   variables (``LVFRNNCell.field``: the divergence parameter or the projection applied)."""
   del smoke
-  layer = _first_layer(run_dir)
-  if layer is None:
+  v = _first_cell_value(run_dir, lambda c: c.field())
+  if v is None:
     return None
   import numpy as np  # pylint: disable=g-import-not-at-top
   from lvf_jax import geometry  # pylint: disable=g-import-not-at-top
-  cell, params, _ = layer
-  v = cell.apply({"params": params}, method=lambda c: c.field())
   return float(np.linalg.norm(np.asarray(geometry.divergence(v), np.float64)))
 
 
@@ -139,12 +156,10 @@ def singular_values(run_dir: str, *, smoke: bool = False) -> Optional[dict]:
   """``{"min", "mean", "max"}`` of the singular values of the first layer's recurrent
   matrix (``cell.recurrent_matrix()``) at the run's best validation variables."""
   del smoke
-  layer = _first_cell(run_dir)
-  if layer is None:
+  w = _first_cell_value(run_dir, lambda c: c.recurrent_matrix())
+  if w is None:
     return None
   import numpy as np  # pylint: disable=g-import-not-at-top
-  cell, params, _ = layer
-  w = cell.apply({"params": params}, method=lambda c: c.recurrent_matrix())
   s = np.linalg.svd(np.asarray(w, np.float64), compute_uv=False)
   return {"min": float(s.min()), "mean": float(s.mean()), "max": float(s.max())}
 
@@ -158,16 +173,16 @@ def batch_minimum(run_dir: str, *, size: int = 10000, batch: int = 50,
   """``{"size", "batch", "loss", "min"}``: the task loss of ``size`` validation sequences at
   the run's best validation variables (the mean over its batches) and the smallest loss of
   one batch of ``batch`` consecutive sequences."""
-  if not os.path.exists(os.path.join(run_dir, BEST_VARIABLES)):
+  run = _best_run(run_dir)
+  if run is None:
     return None
-  import jax  # pylint: disable=g-import-not-at-top
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  from lvf_jax import zoo  # pylint: disable=g-import-not-at-top
-  from lvf_jax.train import builders  # pylint: disable=g-import-not-at-top
   size, batch = SMOKE_BATCH_MINIMUM if smoke else (size, batch)
   if size % batch:
     raise ValueError(f"batch_minimum: size {size} is not a multiple of batch {batch}.")
-  model, variables, c = zoo.load_run(run_dir)
+  import jax  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from lvf_jax.train import builders  # pylint: disable=g-import-not-at-top
+  model, variables, c = run
   task = builders.build_pipeline(c).task
   split = task.fixed_split("validation", size)
   loss = jax.jit(lambda b: task.loss(model.apply(variables, b.inputs), b))
