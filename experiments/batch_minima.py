@@ -18,10 +18,16 @@ from experiments.reproduce import archive, provenance, runner
 WINDOWS = (1, 10, 100)
 
 
+def window_means(losses, w: int) -> np.ndarray:
+  """The means of ``w`` consecutive losses (non-overlapping windows; a last partial one is
+  dropped)."""
+  x = np.asarray(losses, np.float64)
+  return x[: len(x) // w * w].reshape(-1, w).mean(axis=1)
+
+
 def window_minima(losses, windows=WINDOWS) -> dict:
   """``{w: the smallest mean of w consecutive losses}`` (non-overlapping windows)."""
-  x = np.asarray(losses, np.float64)
-  return {str(w): float(x[: len(x) // w * w].reshape(-1, w).mean(axis=1).min()) for w in windows}
+  return {str(w): float(window_means(losses, w).min()) for w in windows}
 
 
 def train_every_batch(c, run_dir: str) -> list:

@@ -17,6 +17,13 @@ def test_window_minima_are_the_smallest_means_of_consecutive_batches():
   assert got["1"] <= got["10"] <= got["100"]
 
 
+def test_window_means_are_the_means_of_consecutive_batches():
+  losses = np.arange(1, 26, dtype=np.float64)  # 25 losses: two windows of 10, 5 dropped
+  got = batch_minima.window_means(losses, 10)
+  np.testing.assert_allclose(got, [np.mean(losses[:10]), np.mean(losses[10:20])], rtol=1e-15)
+  assert batch_minima.window_means(losses[:9], 10).shape == (0,)
+
+
 def test_train_every_batch_returns_one_loss_per_step(tmp_path):
   from experiments.reproduce import rows, runner  # pylint: disable=g-import-not-at-top
   c = runner.row_config(rows.get("ncgru-t1").row("parenthesis-gru-t100"), steps=3, smoke=True)

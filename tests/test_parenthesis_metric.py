@@ -86,3 +86,45 @@ def test_the_weight_decay_section_sets_decayed_runs_against_the_archive(tmp_path
   worse = [dict(r, minima={"100": 9 * paper}) for r in decayed]
   assert "does not close the gap" in "\n".join(pm.decay_reading(worse, summaries))
   assert pm.decay_lines([], summaries) == ["No run with weight decay on the readout is recorded."]
+
+
+def _gru_archive(tmp_path, curves):
+  """An archive of the GRU at T = 100 whose seeds have these curves of means of 100."""
+  from experiments.reproduce import archive  # pylint: disable=g-import-not-at-top
+  path = tmp_path / "ncgru-t1.json"
+  archive.save(str(path), {"rows": {pm.GRU_ROW: {"seeds": {
+      str(k): {"steps": 20000, "metrics": {"min_train_loss": min(c)},
+               "curve": {"split": "train", "points": [[100 * (i + 1), v] for i, v in enumerate(c)]}}
+      for k, c in enumerate(curves)}}}})
+  return str(path)
+
+
+def test_the_gru_section_reads_each_seeds_crossing_and_spikes(tmp_path):
+  paper = 0.02994  # Table 1, GRU at T = 100
+  harness = [[0.1, 0.05, 0.02, 0.04, 0.001], [0.1, 0.02, 0.01, 0.005, 0.002]]
+  path = _gru_archive(tmp_path, harness)
+  summaries = pm.row_summaries(path)
+  further = {"row": pm.GRU_ROW, "seed": 3, "readout_weight_decay": 0.0, "steps": 300,
+             "minima": {"100": 0.03}, "means_100": [0.1, 0.05, 0.03]}  # never below the paper
+  decayed = {"row": pm.GRU_ROW, "seed": 0, "readout_weight_decay": 1e-4, "steps": 200,
+             "minima": {"100": 0.001}, "means_100": [0.1, 0.001]}
+  assert pm._crossing([(100, 0.1), (200, 0.02), (300, 0.04)], paper) == (200, 0.04)
+  assert pm._crossing([(100, 0.1)], paper) == (None, None)
+  table = pm.gru_lines([further, decayed], summaries, path)
+  assert table[2] == (f"| the preset (the harness's records) | 0, 1 | 0.001, 0.002 | "
+                      f"{0.0015 / paper:.3g}, {0.002 / paper:.3g} | 300, 200 | 0.04, 0.01 |")
+  assert table[3].startswith("| the preset (further seeds, this script) | 3 | 0.03 |")
+  assert table[3].endswith("| — | — |")
+  assert table[4].startswith("| the preset with the readout's weight decay 0.0001 | 0 | 0.001 |")
+  text = pm.gru_reading([further, decayed], summaries, path)[0]
+  # seed 3's minimum (0.03) is above the paper's 0.02994: one of three seeds stalls
+  assert text.startswith("- **1 of 3 seeds of the GRU at T = 100 stall at or above")
+  assert "2 of 3 seeds of the preset end below the paper's value" in text
+  assert "steps 200 to 300 of 20,000" in text
+  assert "1 of them climb back above it later (up to 0.04)" in text
+  assert "0 of 1 seeds at or above it" in text
+  assert text.endswith("A stalled run is within the preset's spread.")
+  learned = pm.gru_reading([dict(further, minima={"100": 0.01})], summaries, path)[0]
+  assert "is not a seed that stalls" in learned and learned.endswith("stays `unexplained`.")
+  assert pm.gru_lines([], pm.row_summaries(str(tmp_path / "none.json")),
+                      str(tmp_path / "none.json")) == ["No run of the GRU at T = 100 is recorded."]
