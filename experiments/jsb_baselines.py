@@ -536,7 +536,8 @@ ANALYSIS = [
     "trains its skew "
     "parameter at a tenth of the other rate (the expRNN reference code's `lr_orth = lr / 10`). "
     "A further tenth (`exprnn-lr-orth-1e-5`) turns upward at the preset's best epoch, from a "
-    "worse minimum. At the rate of every other parameter (`exprnn-lr-orth-1e-3`) the validation "
+    "worse minimum; the nnRNN at a further tenth (`nnrnn-lr-orth-1e-5`) turns at its preset's "
+    "best epoch from about the preset's minimum. At the rate of every other parameter (`exprnn-lr-orth-1e-3`) the validation "
     "NLL keeps falling for many more epochs and reaches the lowest test NLL of every "
     "modReLU trial, then rises as well: with the transition matrix learning as fast as the "
     "input and output weights, the fit that generalises comes first and the memorisation later. "
@@ -544,8 +545,12 @@ ANALYSIS = [
     "its preset and from a lower minimum (the findings above give both). The EURNN already "
     "trains its angles at the "
     "common rate; a tenth of every EURNN rate, its angles included (`eurnn-lr-1e-4`), slows "
-    "the fit and ends higher, and the uRNN family's RMSprop (`eurnn-rmsprop`) gives the "
-    "preset's curve: the optimiser is not the cause.",
+    "the fit and ends higher, as do a tenth of every expRNN rate (`exprnn-lr-1e-4`, still "
+    "falling slowly at ten epochs) and the uRNN family's RMSprop at a tenth of the preset's "
+    "rate (`eurnn-rmsprop-1e-4`). The uRNN family's RMSprop at the preset's rate "
+    "(`eurnn-rmsprop`) gives the preset's curve, and the expRNN reference code's recipe "
+    "(`exprnn-rmsprop`: RMSprop, the skew at a tenth of the rate) turns at the preset's best "
+    "epoch from about its minimum: the optimiser is not the cause.",
     "- **The nonlinearity is.** With tanh instead of modReLU and nothing else changed, the expRNN"
     " (`exprnn-tanh`) does not rise through ten epochs (its validation NLL levels off) and the "
     "nnRNN (`nnrnn-tanh`) reaches a lower minimum at its preset's best epoch; both have a lower "
@@ -587,11 +592,10 @@ ANALYSIS = [
     "stays above the paper's value by more than the tolerance.",
     "- **Not tested here.** Weight decay on the recurrent and input weights "
     "(`lvf_jax.optim.make_optimizer` decays only the readout, `readout_weight_decay`, whose "
-    "trials are compared with their presets above); any trial defined but not run (listed "
-    "above); more than one seed. The expRNN and "
-    "nnRNN presets' own curves are their full-budget records (the same preset and training seed; "
-    "the EURNN's short trial of its preset follows its full-budget curve to within the run-to-run"
-    " differences of the two tables).",
+    "trials are compared with their presets above); more than one seed. The short trials of "
+    "the presets (`exprnn-base`, `nnrnn-base`, `eurnn-base`) follow their full-budget curves "
+    "(the same preset and training seed) to within the run-to-run differences of the two "
+    "tables.",
 ]
 
 #: What the harness runs on the trials' evidence: the expRNN and nnRNN rows with tanh, the
