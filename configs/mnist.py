@@ -26,7 +26,8 @@ Hyperparameters from the papers' tables:
   The quoted 94.1 % (pMNIST 91.4 %) is Vorontsov et al.'s margin 0.1 (ICLR 2017 submission,
   Tables 1-2; 93.84 % / 90.83 % at margin 1, the preset's); they train 120 epochs at batch
   50 with RMSprop, clipping at 100 and weight decay 1e-4, and print the rates only in
-  words; the preset's rates are the library's choices, marked as such.
+  words; the preset's rates are the library's choices, marked as such. The preset does not
+  clip (the harness's row ``mnist-softorth-clip-1`` clips the global norm at 1).
 * kru: KRU of Jose et al. 2018 (arXiv:1705.10142), quoted by AntisymmetricRNN Table 1 at
   n 512 (11k parameters): complex 2 x 2 factors (9 x 8 = 72 recurrent parameters; with the
   complex input map, the modReLU bias and the head from [Re h | Im h] this preset has
