@@ -220,14 +220,15 @@ GRU_ROW = "parenthesis-gru-t100"
 
 
 def gru_settings(runs: list, path: str = TABLE_RECORDS) -> list:
-  """The GRU at T = 100 under each setting run: ``[(setting, [(seed, minimum, curve)])]``,
-  each curve ``[(step, mean of the 100 batches before it)]``: the harness's records, this
-  script's further seeds of the preset, and the preset with each readout weight decay."""
+  """The GRU at T = 100 under each setting run: ``[(setting, readout weight decay, [(seed,
+  minimum, curve)])]``, each curve ``[(step, mean of the 100 batches before it)]``: the
+  harness's records, this script's further seeds of the preset, and the preset with each
+  readout weight decay."""
   stored = archive.load(path).get("rows", {}).get(GRU_ROW, {}).get("seeds", {})
   harness = [(int(k), r["metrics"]["min_train_loss"], [tuple(p) for p in r["curve"]["points"]])
              for k, r in sorted(stored.items(), key=lambda kv: int(kv[0]))
              if not r.get("smoke") and r.get("curve")]
-  out = [("the preset (the harness's records)", harness)] if harness else []
+  out = [("the preset (the harness's records)", 0.0, harness)] if harness else []
   ours = [r for r in runs if r["row"] == GRU_ROW and "means_100" in r]
   for wd in sorted({r.get("readout_weight_decay", 0.0) for r in ours}):
     group = [(r["seed"], r["minima"]["100"],
@@ -235,7 +236,7 @@ def gru_settings(runs: list, path: str = TABLE_RECORDS) -> list:
              for r in sorted(ours, key=lambda r: r["seed"])
              if r.get("readout_weight_decay", 0.0) == wd]
     out.append((f"the preset with the readout's weight decay {wd:g}" if wd else
-                "the preset (further seeds, this script)", group))
+                "the preset (further seeds, this script)", wd, group))
   return out
 
 
@@ -259,7 +260,7 @@ def gru_lines(runs: list, summaries: list, path: str = TABLE_RECORDS) -> list:
   lines = ["| setting | seeds | min over means of 100 | ratio to the paper (mean, worst seed) | "
            "first step below the paper's value | largest mean of 100 after it |",
            "|---|---|---|---|---|---|"]
-  for setting, group in groups:
+  for setting, _, group in groups:
     mins = [m for _, m, _ in group]
     cross = [_crossing(c, paper) for _, _, c in group]
     lines.append(
@@ -274,7 +275,7 @@ def gru_reading(runs: list, summaries: list, path: str = TABLE_RECORDS) -> list:
   """The bullet on the GRU at T = 100, every number from the records."""
   paper = _paper(summaries, GRU_ROW)
   groups = gru_settings(runs, path)
-  preset = [x for setting, g in groups if "weight decay" not in setting for x in g]
+  preset = [x for _, wd, g in groups if not wd for x in g]
   if not preset:
     return []
   mins = [m for _, m, _ in preset]
@@ -289,14 +290,14 @@ def gru_reading(runs: list, summaries: list, path: str = TABLE_RECORDS) -> list:
           f"below the paper's value, the worst at {max(mins) / paper:.3g} times it")
   if steps:
     text += (f"; their logged loss first falls below it at steps {min(steps):,} to "
-             f"{max(steps):,} of 20,000")
+             f"{max(steps):,} of {_row(summaries, GRU_ROW).steps:,}")
   if spikes:
     text += f", and {len(spikes)} of them climb back above it later (up to {max(spikes):.3g})"
   text += ". "
-  for setting, g in groups:
-    if "weight decay" in setting:
+  for _, wd, g in groups:
+    if wd:
       decayed = [m for _, m, _ in g]
-      text += (f"With {setting[len('the preset with '):]} the seeds' minimum is "
+      text += (f"With the readout's weight decay {wd:g} the seeds' minimum is "
                f"{np.mean(decayed) / paper:.3g} times the paper's value (mean; "
                f"{sum(m >= paper for m in decayed)} of {len(decayed)} seeds at or above it). ")
   text += ("A stalled run is within the preset's spread." if stalled else
@@ -354,6 +355,10 @@ def reading_lines(runs: list, summaries: list) -> list:
       "claims) from these records: with the baselines below their published values, an NC-GRU "
       "row's lead over them is the question, not the published gap.")
   return lines
+
+
+def _row(summaries: list, row_id: str):
+  return next(s["row"] for s in summaries if s["row"].id == row_id)
 
 
 def _paper(summaries: list, row_id: str) -> float:
