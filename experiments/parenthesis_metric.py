@@ -36,8 +36,10 @@ PAGE = os.path.join(provenance.ROOT, "docs", "PARENTHESIS.md")
 TABLE_RECORDS = os.path.join(provenance.ROOT, "docs", "reproduction", "results", "ncgru-t1.json")
 #: The authors' code, as read (github.com/emucllari1/NC-GRU at this commit).
 CODE = "emucllari1/NC-GRU at b86f34e, `parenthesis_task/`"
+#: The row whose loss is more than ten times below the paper's (``unexplained``).
+GRU_ROW = "parenthesis-gru-t100"
 ROWS = ("parenthesis-ncgru-uruc-t100", "parenthesis-ncgru-uc-t100",
-        "parenthesis-ncgru-uruc-t200", "parenthesis-gru-t100")
+        "parenthesis-ncgru-uruc-t200", GRU_ROW)
 
 
 def run_row(row_id: str, workdir: str, steps: int = 0, seed: int = 0,
@@ -90,13 +92,15 @@ SETTINGS = (
 
 def row_summaries(path: str = TABLE_RECORDS, table_id: str = "ncgru-t1") -> list:
   """A table's rows judged by their minimum training loss, from the harness's archive at
-  ``path``: ``{row, paper, values, steps, verdict}`` each."""
+  ``path``: ``{row, paper, values, steps, verdict, seeds}`` each (``seeds``: the records by
+  seed, smoke runs left out)."""
   stored = archive.load(path).get("rows", {})
   out = []
   for row in rows.get(table_id).rows:
-    records = [r for r in stored.get(row.id, {}).get("seeds", {}).values()
-               if not r.get("smoke")]
-    out.append({"row": row, "paper": row.paper["min_train_loss"],
+    seeds = {k: r for k, r in stored.get(row.id, {}).get("seeds", {}).items()
+             if not r.get("smoke")}
+    records = list(seeds.values())
+    out.append({"row": row, "paper": row.paper["min_train_loss"], "seeds": seeds,
                 "values": [r["metrics"]["min_train_loss"] for r in records
                            if "min_train_loss" in r.get("metrics", {})],
                 "steps": sorted({str(r.get("steps")) for r in records}),
@@ -172,11 +176,11 @@ def page(runs: list) -> str:
 
 
 def decay_groups(runs: list) -> dict:
-  """``{(row, weight decay): [min over means of 100, one per seed]}`` of the NC-GRU rows'
-  decayed runs (the GRU's are in :func:`gru_lines`)."""
+  """``{(row, weight decay): [min over means of 100, one per seed]}`` of the decayed runs of
+  every row but the GRU at T = 100 (whose are in :func:`gru_lines`)."""
   groups = {}
   for r in runs:
-    if r.get("readout_weight_decay") and "ncgru" in r["row"]:
+    if r.get("readout_weight_decay") and r["row"] != GRU_ROW:
       groups.setdefault((r["row"], r["readout_weight_decay"]), []).append(r["minima"]["100"])
   return groups
 
@@ -215,16 +219,12 @@ def decay_reading(runs: list, summaries: list) -> list:
           f"it is lower in {lower} of {len(pairs)} rows."]
 
 
-#: The row whose loss is more than ten times below the paper's (``unexplained``).
-GRU_ROW = "parenthesis-gru-t100"
-
-
-def gru_settings(runs: list, path: str = TABLE_RECORDS) -> list:
+def gru_settings(runs: list, summaries: list) -> list:
   """The GRU at T = 100 under each setting run: ``[(setting, readout weight decay, [(seed,
   minimum, curve)])]``, each curve ``[(step, mean of the 100 batches before it)]``: the
-  harness's records, this script's further seeds of the preset, and the preset with each
-  readout weight decay."""
-  stored = archive.load(path).get("rows", {}).get(GRU_ROW, {}).get("seeds", {})
+  harness's records (from :func:`row_summaries`), this script's further seeds of the preset,
+  and the preset with each readout weight decay."""
+  stored = next(s["seeds"] for s in summaries if s["row"].id == GRU_ROW)
   harness = [(int(k), r["metrics"]["min_train_loss"], [tuple(p) for p in r["curve"]["points"]])
              for k, r in sorted(stored.items(), key=lambda kv: int(kv[0]))
              if not r.get("smoke") and r.get("curve")]
@@ -250,11 +250,11 @@ def _crossing(curve: list, paper: float):
   return curve[below[0]][0], (max(after) if after else None)
 
 
-def gru_lines(runs: list, summaries: list, path: str = TABLE_RECORDS) -> list:
+def gru_lines(runs: list, summaries: list) -> list:
   """The GRU at T = 100 under each setting: per seed its minimum, when it first falls below
   the paper's value and how high it climbs again after that."""
   paper = _paper(summaries, GRU_ROW)
-  groups = gru_settings(runs, path)
+  groups = gru_settings(runs, summaries)
   if not groups:
     return ["No run of the GRU at T = 100 is recorded."]
   lines = ["| setting | seeds | min over means of 100 | ratio to the paper (mean, worst seed) | "
@@ -271,10 +271,10 @@ def gru_lines(runs: list, summaries: list, path: str = TABLE_RECORDS) -> list:
   return lines
 
 
-def gru_reading(runs: list, summaries: list, path: str = TABLE_RECORDS) -> list:
+def gru_reading(runs: list, summaries: list) -> list:
   """The bullet on the GRU at T = 100, every number from the records."""
   paper = _paper(summaries, GRU_ROW)
-  groups = gru_settings(runs, path)
+  groups = gru_settings(runs, summaries)
   preset = [x for _, wd, g in groups if not wd for x in g]
   if not preset:
     return []
@@ -343,7 +343,7 @@ def reading_lines(runs: list, summaries: list) -> list:
   lines += gru_reading(runs, summaries)
   beaten = [s["row"].id for s in summaries if s["verdict"] in ("beats", "unexplained")]
   if beaten:
-    gru = _paper(summaries, "parenthesis-gru-t100") / _paper(summaries, "parenthesis-gru-t200")
+    gru = _paper(summaries, GRU_ROW) / _paper(summaries, "parenthesis-gru-t200")
     lines.append(
         "- **The baselines beat the paper's values** at the same budget: "
         + ", ".join(f"`{r}`" for r in beaten) + f". The paper's GRU at T = 100 is {gru:.0f} "

@@ -110,13 +110,13 @@ def test_the_gru_section_reads_each_seeds_crossing_and_spikes(tmp_path):
              "minima": {"100": 0.001}, "means_100": [0.1, 0.001]}
   assert pm._crossing([(100, 0.1), (200, 0.02), (300, 0.04)], paper) == (200, 0.04)
   assert pm._crossing([(100, 0.1)], paper) == (None, None)
-  table = pm.gru_lines([further, decayed], summaries, path)
+  table = pm.gru_lines([further, decayed], summaries)
   assert table[2] == (f"| the preset (the harness's records) | 0, 1 | 0.001, 0.002 | "
                       f"{0.0015 / paper:.3g}, {0.002 / paper:.3g} | 300, 200 | 0.04, 0.01 |")
   assert table[3].startswith("| the preset (further seeds, this script) | 3 | 0.03 |")
   assert table[3].endswith("| — | — |")
   assert table[4].startswith("| the preset with the readout's weight decay 0.0001 | 0 | 0.001 |")
-  text = pm.gru_reading([further, decayed], summaries, path)[0]
+  text = pm.gru_reading([further, decayed], summaries)[0]
   # seed 3's minimum (0.03) is above the paper's 0.02994: one of three seeds stalls
   assert text.startswith("- **1 of 3 seeds of the GRU at T = 100 stall at or above")
   assert "2 of 3 seeds of the preset end below the paper's value" in text
@@ -124,7 +124,7 @@ def test_the_gru_section_reads_each_seeds_crossing_and_spikes(tmp_path):
   assert "1 of them climb back above it later (up to 0.04)" in text
   assert "0 of 1 seeds at or above it" in text
   assert text.endswith("A stalled run is within the preset's spread.")
-  learned = pm.gru_reading([dict(further, minima={"100": 0.01})], summaries, path)[0]
+  learned = pm.gru_reading([dict(further, minima={"100": 0.01})], summaries)[0]
   assert "is not a seed that stalls" in learned and learned.endswith("stays `unexplained`.")
-  assert pm.gru_lines([], pm.row_summaries(str(tmp_path / "none.json")),
-                      str(tmp_path / "none.json")) == ["No run of the GRU at T = 100 is recorded."]
+  assert pm.gru_lines([], pm.row_summaries(str(tmp_path / "none.json"))) == [
+      "No run of the GRU at T = 100 is recorded."]
