@@ -106,13 +106,22 @@ def test_a_far_better_loss_is_unexplained_without_a_record_that_explains_it():
   assert verdict_lib.judge(paper, three, budget=10).category == "beats"  # 3x better
 
 
-def test_explained_by_needs_a_recorded_row(tmp_path):
+def test_explained_by_needs_a_recorded_row_near_the_paper(tmp_path):
+  """The named row explains only when its records land within 10x of the paper's loss."""
   row = rows.Row(id="x", task="t", model="m", paper={"test_loss": 1.0}, config="copy.py:lvf",
                  steps=10, explained_by="lvf-t4/copy-lvf")
-  store = tmp_path / "results"
+  store = str(tmp_path / "results" / "lvf-t4.json")
   assert not runner.explanation_recorded(row, str(tmp_path))
-  archive.save(str(store / "lvf-t4.json"), {"rows": {"copy-lvf": {"seeds": {"0": {"steps": 1}}}}})
-  assert runner.explanation_recorded(row, str(tmp_path))
+
+  def record(**fields):
+    archive.save(store, {"rows": {"copy-lvf": {"seeds": {"0": {"steps": 10, **fields}}}}})
+    return runner.explanation_recorded(row, str(tmp_path))
+
+  assert record(metrics={"test_loss": 0.2})  # 5x better: within the flag's factor
+  assert not record(metrics={"test_loss": 0.05})  # 20x better: still far better
+  assert not record(metrics={"test_loss": 0.2}, diverged_at=3)
+  assert not record(metrics={"test_loss": 0.2}, smoke=True)
+  assert not record(metrics={"test_accuracy": 99.0})  # reports none of the row's losses
   with pytest.raises(ValueError, match="explained_by"):
     rows.Row(id="x", task="t", model="m", paper={}, config="copy.py:lvf", steps=10,
              explained_by="copy-lvf")

@@ -241,12 +241,22 @@ def notes_of(row: Row, archive: Optional[dict]) -> list[str]:
   return out
 
 
+def _explanation(row: Row) -> str:
+  """What the row named by ``row.explained_by`` shows (:func:`runner.explanation_recorded`)."""
+  factor = f"{verdict_lib.FACTOR_FLAG:g}x"
+  if runner.explanation_recorded(row):
+    return (f"Explained by the recorded row `{row.explained_by}` (that setting lands within "
+            f"{factor} of the paper's value).")
+  return (f"The row `{row.explained_by}` tests a setting and does not explain it (not "
+          f"recorded, or more than {factor} below the paper's value too).")
+
+
 def _note_cell(table: Table, row: Row, records: list, archive: Optional[dict]) -> str:
   parts = [row.note] if row.note else []
   if row.differs:
     parts.append(f"Differs from the paper: {row.differs}")
   if row.explained_by:
-    parts.append(f"Explained by the recorded row `{row.explained_by}`.")
+    parts.append(_explanation(row))
   if not records:
     parts.insert(0, f"**not run: {not_run_reason(table, row)}**")
   converted = [f"seed {r['seed']}: {r['source']}" for r in records if r.get("source")]

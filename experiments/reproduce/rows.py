@@ -86,7 +86,9 @@ class Row:
       better than the paper's (shown on the page; it explains nothing by itself).
     explained_by: ``'<table>/<row>'`` of a recorded row that shows the setting explaining a
       loss more than 10x better than the paper's (e.g. the same model at the paper's
-      setting); without a record of it such a row is ``unexplained``.
+      setting); unless its records land within 10x of the paper's value
+      (:func:`experiments.reproduce.runner.explanation_recorded`) such a row is
+      ``unexplained``.
     analytic: for a cell that is a computed quantity rather than a training run, the name
       of the function of :mod:`experiments.reproduce.analytic` that computes its metrics
       (called with ``analytic_args``); ``config`` is then None.

@@ -24,7 +24,8 @@ seed is judged, those beyond the row's plan too. The categories, in the order th
 - ``misses``: some metric is worse than the paper by more than its tolerance, a seed by more
   than twice it, or a seed's loss went non-finite;
 - ``unexplained``: a loss better than the paper's by more than :data:`FACTOR_FLAG` times
-  without a recorded run that shows the setting which explains it;
+  without a recorded run that shows the setting which explains it (a run of that setting
+  within :data:`FACTOR_FLAG` times of the paper's value);
 - ``beats``: every metric better than the paper by more than its tolerance;
 - ``meets``: the rest.
 """
@@ -89,7 +90,9 @@ CATEGORIES = {
     MEETS: "the mean over seeds is no worse than the paper's value by more than the tolerance",
     BEATS: "the mean over seeds is better than the paper's value by more than the tolerance",
     UNEXPLAINED: (f"a loss better than the paper's by more than {FACTOR_FLAG:g}x, and no "
-                  "recorded run shows the setting that explains it (never meets or beats)"),
+                  "recorded run shows the setting that explains it: the same model in that "
+                  f"setting within {FACTOR_FLAG:g}x of the paper's value (never meets or "
+                  "beats)"),
     MISSES: ("the mean over seeds is worse than the paper's value by more than the tolerance, "
              f"a seed is worse by more than {WORST_SEED:g}x the tolerance, or a seed's loss "
              "went non-finite"),
