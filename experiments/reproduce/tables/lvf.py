@@ -328,8 +328,8 @@ T4_SWEEP = (
 
 
 # The baselines of Table 4 at the optimiser and rate Table 5 gives the lvfRNN's copy row
-# (Adam 1e-4), one change to each preset: whether the printed losses, 10 to 10^5 times the
-# presets', are those of that slower optimiser. Table 4 gives no baseline's optimiser.
+# (Adam 1e-4), one change to each preset: whether the printed losses, from 28 to about 10^8
+# times the presets', are those of that slower optimiser. Table 4 gives no optimiser.
 T4_ADAM_NOTE = ("the preset with Adam 1e-4, Table 5's optimiser and rate for the lvfRNN's copy "
                 "row, in place of its RMSprop: whether the printed loss is that of the slower "
                 "optimiser; Table 4 gives no baseline's optimiser")
