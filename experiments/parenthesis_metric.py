@@ -224,10 +224,9 @@ def gru_settings(runs: list, summaries: list) -> list:
   minimum, curve)])]``, each curve ``[(step, mean of the 100 batches before it)]``: the
   harness's records (from :func:`row_summaries`), this script's further seeds of the preset,
   and the preset with each readout weight decay."""
-  stored = next(s["seeds"] for s in summaries if s["row"].id == GRU_ROW)
+  stored = _summary(summaries, GRU_ROW)["seeds"]
   harness = [(int(k), r["metrics"]["min_train_loss"], [tuple(p) for p in r["curve"]["points"]])
-             for k, r in sorted(stored.items(), key=lambda kv: int(kv[0]))
-             if not r.get("smoke") and r.get("curve")]
+             for k, r in sorted(stored.items(), key=lambda kv: int(kv[0])) if r.get("curve")]
   out = [("the preset (the harness's records)", 0.0, harness)] if harness else []
   ours = [r for r in runs if r["row"] == GRU_ROW and "means_100" in r]
   for wd in sorted({r.get("readout_weight_decay", 0.0) for r in ours}):
@@ -290,7 +289,7 @@ def gru_reading(runs: list, summaries: list) -> list:
           f"below the paper's value, the worst at {max(mins) / paper:.3g} times it")
   if steps:
     text += (f"; their logged loss first falls below it at steps {min(steps):,} to "
-             f"{max(steps):,} of {_row(summaries, GRU_ROW).steps:,}")
+             f"{max(steps):,} of {_summary(summaries, GRU_ROW)['row'].steps:,}")
   if spikes:
     text += f", and {len(spikes)} of them climb back above it later (up to {max(spikes):.3g})"
   text += ". "
@@ -357,12 +356,13 @@ def reading_lines(runs: list, summaries: list) -> list:
   return lines
 
 
-def _row(summaries: list, row_id: str):
-  return next(s["row"] for s in summaries if s["row"].id == row_id)
+def _summary(summaries: list, row_id: str) -> dict:
+  """The entry of :func:`row_summaries` for ``row_id``."""
+  return next(s for s in summaries if s["row"].id == row_id)
 
 
 def _paper(summaries: list, row_id: str) -> float:
-  return next(s["paper"] for s in summaries if s["row"].id == row_id)
+  return _summary(summaries, row_id)["paper"]
 
 
 def main(argv=None) -> int:
