@@ -261,11 +261,32 @@ def test_make_optimizer_clip_and_step_schedule_and_warmup():
                              atol=tol.F32_SHORT["atol"] * max(rates))
 
 
+def test_make_optimizer_adagrad_matches_duchi_numpy():
+  """Adagrad (Duchi, Hazan, Singer 2011): x -= lr g / sqrt(a0 + sum of past g^2), a NumPy
+  loop over steps against the factory's transformation."""
+  rng = np.random.default_rng(0)
+  grads = rng.normal(size=(6, 5)).astype(np.float32)
+  lr, a0 = 0.3, 0.1
+  tx = optim.make_optimizer({"optimizer": "adagrad", "learning_rate": lr,
+                             "adagrad_initial_accumulator": a0})
+  params = {"kernel": jnp.zeros((5,))}
+  s = tx.init(params)
+  acc = np.full(5, a0, np.float64)
+  for g_t in grads:
+    u, s = tx.update({"kernel": jnp.asarray(g_t)}, s, params)
+    acc += g_t.astype(np.float64) ** 2
+    want = -lr * g_t / np.sqrt(acc + 1e-8)  # the factory's default eps, inside the root
+    # a sum of at most 6 squares, a root, a divide and the rate: about 10 roundings
+    np.testing.assert_allclose(np.asarray(u["kernel"]), want, rtol=tol.F32["rtol"])
+  with pytest.raises(ValueError, match="adagrad_initial_accumulator' must be a number >= 0"):
+    optim.make_optimizer({"optimizer": "adagrad", "adagrad_initial_accumulator": -1.0})
+
+
 def test_make_optimizer_errors():
   with pytest.raises(ValueError, match=r"make_optimizer: unknown config field\(s\) \['lr'\]"):
     optim.make_optimizer({"lr": 1e-3})
   with pytest.raises(ValueError, match=r"make_optimizer: argument 'optimizer' must be one of"):
-    optim.make_optimizer({"optimizer": "adagrad"})
+    optim.make_optimizer({"optimizer": "adadelta"})
   with pytest.raises(ValueError, match=r"make_optimizer: argument 'orthogonal_method'"):
     optim.make_optimizer({"orthogonal_method": "givens"})
   with pytest.raises(ValueError, match=r"make_optimizer: config field 'learning_rate'"):

@@ -13,7 +13,7 @@ from lvf_jax.optim import labels
 from lvf_jax.optim.cayley import neumann_cayley, scornn
 from lvf_jax.optim.multiplicative import multiplicative_cayley
 
-OPTIMIZERS = ("rmsprop", "adam", "sgd")
+OPTIMIZERS = ("rmsprop", "adam", "sgd", "adagrad")
 ORTHOGONAL_METHODS = ("trivialization", "scornn", "neumann_cayley", "multiplicative")
 SCHEDULES = ("constant", "step", "cosine")
 UNITARY_GRADIENTS = ("raw", "rms")
@@ -44,6 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "adam_b2": 0.999,
     "eps": 1e-8,
     "momentum": 0.0,
+    "adagrad_initial_accumulator": 0.1,
     "readout_weight_decay": 0.0,
 }
 
@@ -119,6 +120,11 @@ def _base(fn: str, name: str, kind: str, lr: Any, c: dict[str, Any]):
   if kind == "adam":
     return optax.adam(lr, b1=_number(fn, "adam_b1", c["adam_b1"], strict=False, high=1.0),
                       b2=_number(fn, "adam_b2", c["adam_b2"], strict=False, high=1.0), eps=eps)
+  if kind == "adagrad":
+    # Duchi, Hazan, Singer 2011: g / sqrt(sum of past g^2), the sum started at a constant.
+    acc = _number(fn, "adagrad_initial_accumulator", c["adagrad_initial_accumulator"],
+                  strict=False)
+    return optax.adagrad(lr, initial_accumulator_value=acc, eps=eps)
   return optax.sgd(lr, momentum=momentum or None)
 
 
@@ -163,7 +169,8 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
 
   Config fields:
     optimizer: ``'rmsprop'`` (default; PyTorch style, eps outside the sqrt) | ``'adam'`` |
-      ``'sgd'``.
+      ``'sgd'`` | ``'adagrad'`` (Duchi, Hazan, Singer 2011; one of the AntisymmetricRNN
+      paper's two optimisers, Chang et al. 2019, arXiv:1902.09689, App. C).
     learning_rate: peak learning rate of the non-orthogonal parameters (default 1e-3).
     orth_optimizer: optimiser for ``skew`` and the inner optimiser of the Riemannian
       methods (default: ``optimizer``; expRNN/scoRNN use ``'rmsprop'``).
@@ -191,8 +198,10 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
     warmup_steps: linear warm-up from 0 (default 0).
     rmsprop_decay: RMSprop's ``alpha`` (default 0.99, PyTorch's).
     adam_b1, adam_b2: Adam's betas (default 0.9, 0.999; nnRNN PTB uses 0.0, 0.9).
-    eps: epsilon of RMSprop / Adam (default 1e-8).
+    eps: epsilon of RMSprop / Adam / Adagrad (default 1e-8).
     momentum: RMSprop / SGD momentum (default 0).
+    adagrad_initial_accumulator: Adagrad's starting sum of squared gradients (default 0.1,
+      optax's and TensorFlow's; PyTorch starts at 0).
     readout_weight_decay: ``wd``: ``wd * K`` is added to the gradient of every readout
       kernel ``K`` (a ``kernel`` inside a module named ``head``) before clipping, the
       gradient of ``wd / 2 ||K||^2`` added to the loss, as the NC-GRU authors' code does for
