@@ -74,6 +74,7 @@ def base_config() -> ml_collections.ConfigDict:
       "time_limit": 0.0,
       "stop_on_signal": True,
       "tbptt": 0,
+      "train_pool": 0,
       "allow_resume_changes": False,
   })
   return c

@@ -22,7 +22,7 @@ from lvf_jax.train.model_builder import ModelHead
 Array = jax.Array
 
 __all__ = ["ChunkBatch", "Pipeline", "SyntheticPipeline", "TruncatedSyntheticPipeline",
-           "apply_model", "check_tbptt", "reset_carry"]
+           "apply_model", "check_tbptt", "pool_batch", "pool_indices", "reset_carry"]
 
 
 def apply_model(model, variables, inputs, *, deterministic, rngs, mutable, **kwargs):
@@ -118,12 +118,19 @@ class SyntheticPipeline(Pipeline):
   Training batches are a pure function of ``(seed, step)`` drawn inside the jitted step (so a
   resumed run sees exactly the batches of an uninterrupted one); evaluation uses the task's
   fixed splits.
+
+  Attributes:
+    train_pool: 0 (default): every step draws fresh sequences; ``N > 0``: a fixed training
+      set of ``N`` sequences read in epochs (:func:`pool_batch`), as papers that train on a
+      finite sample of a synthetic task do (e.g. the adding task of Mucllari et al. 2022,
+      arXiv:2208.06496, Sec. 4.3: 100,000 sequences, 10 epochs).
   """
 
   task: Any
   batch_size: int
   eval_size: int
   eval_batch_size: int
+  train_pool: int = 0
 
   @property
   def name(self) -> str:
@@ -145,10 +152,13 @@ class SyntheticPipeline(Pipeline):
     return float(self.task.baseline_loss())
 
   def describe(self) -> str:
-    return self.task.describe()
+    pool = f", a fixed training set of {self.train_pool} sequences" if self.train_pool else ""
+    return self.task.describe() + pool
 
   def train_batch(self, data_key: Array, step: Array):
     """The batch of optimiser step ``step`` (jit-able; pure in ``(data_key, step)``)."""
+    if self.train_pool:
+      return pool_batch(self.task, data_key, step, self.batch_size, self.train_pool)
     return self.task.sample(jax.random.fold_in(data_key, step), self.batch_size)
 
   def model_head(self) -> ModelHead:
@@ -244,6 +254,59 @@ class TruncatedSyntheticPipeline(SyntheticPipeline):
     if not isinstance(batch, ChunkBatch):  # the tasks' metrics read whole sequences
       return super().metrics(outputs, batch)
     return {}
+
+
+def _mix32(v: Array) -> Array:
+  """A 32-bit integer hash (xor-shift and multiply; uint32 arithmetic wraps)."""
+  v = v ^ (v >> 16)
+  v = v * jnp.uint32(0x7FEB352D)
+  v = v ^ (v >> 15)
+  v = v * jnp.uint32(0x846CA68B)
+  return v ^ (v >> 16)
+
+
+def _shuffle_position(offset: Array, keys: Array, pool: int) -> Array:
+  """A bijection of ``[0, pool)`` chosen by ``keys``: a balanced Feistel network on the
+  smallest even number of bits that holds ``pool``, applied again while the image lies
+  outside ``[0, pool)`` (cycle walking, fewer than four passes on average)."""
+  half = max(1, -(-int(pool - 1).bit_length() // 2))
+  mask = jnp.uint32((1 << half) - 1)
+
+  def feistel(x):
+    left, right = x >> half, x & mask
+    for k in keys:  # a fixed number of rounds, unrolled
+      left, right = right, left ^ (_mix32(right ^ k) & mask)
+    return (left << half) | right
+
+  return jax.lax.while_loop(lambda x: x >= pool, feistel,
+                            feistel(offset.astype(jnp.uint32))).astype(jnp.int32)
+
+
+def pool_indices(key: Array, step: Array, batch_size: int, pool: int) -> Array:
+  """Which of ``pool`` fixed examples make the batch of optimiser step ``step``.
+
+  The pool is read in epochs of ``pool`` examples, epoch ``e`` in the random order that
+  ``fold_in(key, e)`` picks (:func:`_shuffle_position`, computed for the batch's positions
+  alone): every example once per epoch, a batch that crosses an epoch's end taking its first
+  examples of the next. Requires ``batch_size <= pool < 2**31``.
+  """
+  position = jnp.asarray(step) * batch_size + jnp.arange(batch_size)
+
+  def one(p):
+    keys = jax.random.bits(jax.random.fold_in(key, p // pool), (4,), jnp.uint32)
+    return _shuffle_position(p % pool, tuple(keys), pool)
+
+  return jax.vmap(one)(position)
+
+
+def pool_batch(task: Any, key: Array, step: Array, batch_size: int, pool: int):
+  """The batch of step ``step`` from a fixed training set of ``pool`` sequences of ``task``:
+  example ``i`` is ``task.sample(fold_in(k, i), 1)`` for one key ``k`` of the run, so the set
+  is never stored and is the same at every epoch (:func:`pool_indices` orders it)."""
+  order_key, example_key = jax.random.split(key)
+  index = pool_indices(order_key, step, batch_size, pool)
+  one = jax.vmap(lambda i: task.sample(jax.random.fold_in(example_key, i), 1))(index)
+  return jax.tree_util.tree_map(lambda x: x[:, 0], one)
 
 
 def check_tbptt(tbptt: Any, seq_len: int) -> int:
