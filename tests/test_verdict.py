@@ -114,10 +114,13 @@ def test_explained_by_needs_a_recorded_row_near_the_paper(tmp_path):
   assert not runner.explanation_recorded(row, str(tmp_path))
 
   def record(**fields):
-    archive.save(store, {"rows": {"copy-lvf": {"seeds": {"0": {"steps": 10, **fields}}}}})
+    fields = {"steps": 10, "paper_steps": 10, **fields}
+    archive.save(store, {"rows": {"copy-lvf": {"seeds": {"0": fields}}}})
     return runner.explanation_recorded(row, str(tmp_path))
 
   assert record(metrics={"test_loss": 0.2})  # 5x better: within the flag's factor
+  assert not record(metrics={"test_loss": 0.2}, steps=4)  # partial: not where it ends
+  assert not record(metrics={"test_loss": 0.2}, paper_steps=None)  # no budget on record
   assert not record(metrics={"test_loss": 0.05})  # 20x better: still far better
   assert not record(metrics={"test_loss": 0.2}, diverged_at=3)
   assert not record(metrics={"test_loss": 0.2}, smoke=True)

@@ -248,7 +248,7 @@ def _explanation(row: Row) -> str:
     return (f"Explained by the recorded row `{row.explained_by}` (that setting lands within "
             f"{factor} of the paper's value).")
   return (f"The row `{row.explained_by}` tests a setting and does not explain it (not "
-          f"recorded, or more than {factor} below the paper's value too).")
+          f"recorded at its full budget, or more than {factor} below the paper's value too).")
 
 
 def _note_cell(table: Table, row: Row, records: list, archive: Optional[dict]) -> str:

@@ -435,15 +435,17 @@ def budget_of(row: Row) -> Optional[int]:
 def explanation_recorded(row: Row, pages_dir: Optional[str] = None) -> bool:
   """Whether ``row.explained_by`` names a row whose records in the committed archive of
   ``pages_dir`` (default ``docs/reproduction``) show the explaining setting landing near the
-  paper: finite, and within :data:`~experiments.reproduce.verdict.FACTOR_FLAG` of each of
-  ``row``'s printed losses that they report (their mean over seeds)."""
+  paper: finite, at the named row's full budget (``paper_steps``; a partial run has not
+  shown where the setting ends), and within :data:`~experiments.reproduce.verdict.FACTOR_FLAG`
+  of each of ``row``'s printed losses that they report (their mean over seeds)."""
   if not row.explained_by:
     return False
   table_id, row_id = row.explained_by.split("/")
   store = archive_lib.load(archive_lib.path_for(
       pages_dir or os.path.join(ROOT, "docs", "reproduction"), table_id))
   seeds = store.get("rows", {}).get(row_id, {}).get("seeds", {}).values()
-  finite = [r for r in seeds if not r.get("smoke") and not r.get("diverged_at")]
+  finite = [r for r in seeds if not r.get("smoke") and not r.get("diverged_at")
+            and r.get("paper_steps") and int(r.get("steps") or 0) >= int(r["paper_steps"])]
   losses = [m for m in row.paper if verdict_lib.LOWER_IS_BETTER.get(m)]
   values = {m: [r["metrics"][m] for r in finite if m in r.get("metrics", {})] for m in losses}
   reported = {m: v for m, v in values.items() if v}

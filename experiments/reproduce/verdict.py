@@ -91,8 +91,8 @@ CATEGORIES = {
     BEATS: "the mean over seeds is better than the paper's value by more than the tolerance",
     UNEXPLAINED: (f"a loss better than the paper's by more than {FACTOR_FLAG:g}x, and no "
                   "recorded run shows the setting that explains it: the same model in that "
-                  f"setting within {FACTOR_FLAG:g}x of the paper's value (never meets or "
-                  "beats)"),
+                  f"setting, at its full budget, within {FACTOR_FLAG:g}x of the paper's value "
+                  "(never meets or beats)"),
     MISSES: ("the mean over seeds is worse than the paper's value by more than the tolerance, "
              f"a seed is worse by more than {WORST_SEED:g}x the tolerance, or a seed's loss "
              "went non-finite"),
