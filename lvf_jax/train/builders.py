@@ -50,23 +50,12 @@ def build_pipeline(config) -> Pipeline:
   task = tasks_lib.get_task(name, **options)
   t = config.train
   sizes = (int(t.batch_size), int(t.get("eval_size", 512)), int(t.get("eval_batch_size", 256)),
-           check_train_pool(pool, int(t.batch_size)))
+           task_pipeline.check_train_pool(pool, int(t.batch_size)))
   if task_pipeline.check_tbptt(tbptt, task.seq_len):
     return task_pipeline.TruncatedSyntheticPipeline(
         task, *sizes, tbptt=int(tbptt),
         carries=model_builder.initial_carries(config, int(t.batch_size)))
   return SyntheticPipeline(task, *sizes)
-
-
-def check_train_pool(pool: Any, batch_size: int) -> int:
-  """``config.train.train_pool`` as an int (0: fresh sequences every step); raises
-  ``ValueError`` unless it is 0 or at least one batch."""
-  if isinstance(pool, bool) or not isinstance(pool, int) or (pool and pool < batch_size) \
-      or not 0 <= pool < 2**31:
-    raise ValueError(f"config: 'train.train_pool' must be 0 (fresh sequences every step) or a "
-                     f"number of sequences >= train.batch_size ({batch_size}) and < 2**31; "
-                     f"got {pool!r}.")
-  return pool
 
 
 _TRAIN_ONLY_OPTIM_FIELDS = ("dtriv_every", "dtriv_orthonormalize_every")

@@ -22,7 +22,8 @@ from lvf_jax.train.model_builder import ModelHead
 Array = jax.Array
 
 __all__ = ["ChunkBatch", "Pipeline", "SyntheticPipeline", "TruncatedSyntheticPipeline",
-           "apply_model", "check_tbptt", "pool_batch", "pool_indices", "reset_carry"]
+           "apply_model", "check_tbptt", "check_train_pool", "pool_batch", "pool_indices",
+           "reset_carry"]
 
 
 def apply_model(model, variables, inputs, *, deterministic, rngs, mutable, **kwargs):
@@ -265,7 +266,7 @@ def _mix32(v: Array) -> Array:
   return v ^ (v >> 16)
 
 
-def _shuffle_position(offset: Array, keys: Array, pool: int) -> Array:
+def _shuffle_position(offset: Array, keys: tuple[Array, ...], pool: int) -> Array:
   """A bijection of ``[0, pool)`` chosen by ``keys``: a balanced Feistel network on the
   smallest even number of bits that holds ``pool``, applied again while the image lies
   outside ``[0, pool)`` (cycle walking, fewer than four passes on average)."""
@@ -321,3 +322,14 @@ def check_tbptt(tbptt: Any, seq_len: int) -> int:
     raise ValueError(f"config: 'train.tbptt' ({tbptt}) must divide the task's sequence "
                      f"length {seq_len}; the nearest divisors are {sorted(near)}.")
   return tbptt
+
+
+def check_train_pool(pool: Any, batch_size: int) -> int:
+  """``config.train.train_pool`` as an int (0: fresh sequences every step); raises
+  ``ValueError`` unless it is 0 or at least one batch."""
+  if isinstance(pool, bool) or not isinstance(pool, int) or (pool and pool < batch_size) \
+      or not 0 <= pool < 2**31:
+    raise ValueError(f"config: 'train.train_pool' must be 0 (fresh sequences every step) or a "
+                     f"number of sequences >= train.batch_size ({batch_size}) and < 2**31; "
+                     f"got {pool!r}.")
+  return pool

@@ -39,11 +39,6 @@ NO_CIFAR = "no data: CIFAR-10 is not in the data directory"
 # library's choices): Vorontsov et al. 2017 (ICLR 2017 submission, Tables 1-2) reach the quoted
 # 94.1 % / 91.4 % at spectral margin 0.1 (93.84 % / 90.83 % at margin 1), with tanh, batch 50,
 # 120 epochs, RMSprop, gradients clipped at 100 and weight decay 1e-4.
-# One change to the AntisymmetricRNN preset for its MNIST miss: App. C's optimisers are SGD with
-# momentum and Adagrad at rates in {0.1, ..., 1}; the preset's Adam 1e-3 is the library's.
-ADAGRAD_NOTE = ("the preset with Adagrad (Duchi et al. 2011, one of App. C's two optimisers) at "
-                "the smallest rate of App. C's grid, 0.1, in place of Adam 1e-3; eps 0.1, "
-                "gamma 0.01 and batch 128 unchanged")
 #: The soft orthogonal rows' trained spectrum (experiments/reproduce/diagnostics.py).
 SPECTRUM = {"singular_values": {}}
 SOFTORTH_MARGIN_NOTE = ("the preset with the spectral margin of the quoted row, 0.1 "
@@ -54,6 +49,11 @@ SOFTORTH_CLIP_NOTE = ("the preset with its gradient clipped to global norm 1 (a 
                       "Vorontsov et al.'s released code clips each entry of the hidden-state "
                       "gradient at 100, which the fused scan does not offer); nothing else "
                       "changed")
+# One change to the AntisymmetricRNN preset for its MNIST miss: App. C's optimisers are SGD with
+# momentum and Adagrad at rates in {0.1, ..., 1}; the preset's Adam 1e-3 is the library's.
+ADAGRAD_NOTE = ("the preset with Adagrad (Duchi et al. 2011, one of App. C's two optimisers) at "
+                "the smallest rate of App. C's grid, 0.1, in place of Adam 1e-3; eps 0.1, "
+                "gamma 0.01 and batch 128 unchanged")
 
 
 def _row(task, task_name, slug, model, value, params, note, **kw):
