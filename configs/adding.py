@@ -3,10 +3,10 @@
 
 NC-GRU Sec. 4.3: single layer, Adam 1e-3 for everything including the skew/orthogonal
 matrices, batch 50, 10 epochs of 100,000 sequences (20,000 iterations; fresh sequences are
-drawn every step here, ``--config.train.train_pool=100000`` trains on a fixed set); LSTM 68, GRU 70, scoRNN 190 (rho 95),
-NC-GRU 80 (rho 43), GORU 128. scoRNN's own set-up (Helfrich et al. 2018, arXiv:1707.09520): n 170,
-rho 85. Models not in
-that table use hidden sizes of a similar parameter budget and the same optimiser.
+drawn every step here, ``--config.train.train_pool=100000`` trains on a fixed set);
+LSTM 68, GRU 70, scoRNN 190 (rho 95), NC-GRU 80 (rho 43), GORU 128. scoRNN's own set-up
+(Helfrich et al. 2018, arXiv:1707.09520): n 170, rho 85. Models not in that table use
+hidden sizes of a similar parameter budget and the same optimiser.
 Override T with ``--config.task.options.T=400`` (papers: 200, 400, 750, 1000, 5000).
 """
 
