@@ -107,9 +107,9 @@ def test_a_far_better_loss_is_unexplained_without_a_record_that_explains_it():
 
 
 def test_explained_by_needs_a_recorded_row_near_the_paper(tmp_path):
-  """The named row explains only when its records land within 10x of the paper's loss."""
+  """A named row explains only when its records land within 10x of the paper's loss."""
   row = rows.Row(id="x", task="t", model="m", paper={"test_loss": 1.0}, config="copy.py:lvf",
-                 steps=10, explained_by="lvf-t4/copy-lvf")
+                 steps=10, explained_by=("lvf-t4/copy-lvf",))
   store = str(tmp_path / "results" / "lvf-t4.json")
   assert not runner.explanation_recorded(row, str(tmp_path))
 
@@ -125,9 +125,26 @@ def test_explained_by_needs_a_recorded_row_near_the_paper(tmp_path):
   assert not record(metrics={"test_loss": 0.2}, diverged_at=3)
   assert not record(metrics={"test_loss": 0.2}, smoke=True)
   assert not record(metrics={"test_accuracy": 99.0})  # reports none of the row's losses
-  with pytest.raises(ValueError, match="explained_by"):
-    rows.Row(id="x", task="t", model="m", paper={}, config="copy.py:lvf", steps=10,
-             explained_by="copy-lvf")
+  for bad in (("copy-lvf",), "lvf-t4/copy-lvf", ("lvf-t4/copy-lvf", None)):
+    with pytest.raises(ValueError, match="explained_by"):
+      rows.Row(id="x", task="t", model="m", paper={}, config="copy.py:lvf", steps=10,
+               explained_by=bad)
+
+
+def test_one_of_several_named_rows_explains(tmp_path):
+  """With several named rows, the row is explained when any one of them lands near the
+  paper, and the page names which did and which did not."""
+  row = rows.Row(id="x", task="t", model="m", paper={"test_loss": 1.0}, config="copy.py:lvf",
+                 steps=10, explained_by=("lvf-t4/a", "lvf-t4/b"))
+  def seeds(loss):
+    return {"seeds": {"0": {"steps": 10, "paper_steps": 10, "metrics": {"test_loss": loss}}}}
+
+  store = str(tmp_path / "results" / "lvf-t4.json")
+  archive.save(store, {"rows": {"a": seeds(0.01), "b": seeds(0.01)}})
+  assert runner.explaining_rows(row, str(tmp_path)) == ()
+  archive.save(store, {"rows": {"a": seeds(0.01), "b": seeds(0.5)}})
+  assert runner.explaining_rows(row, str(tmp_path)) == ("lvf-t4/b",)
+  assert runner.explanation_recorded(row, str(tmp_path))
 
 
 def test_a_run_within_the_floors_tolerance_is_at_floor_whatever_the_paper():

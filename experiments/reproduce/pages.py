@@ -242,13 +242,26 @@ def notes_of(row: Row, archive: Optional[dict]) -> list[str]:
 
 
 def _explanation(row: Row) -> str:
-  """What the row named by ``row.explained_by`` shows (:func:`runner.explanation_recorded`)."""
+  """What the rows named by ``row.explained_by`` show (:func:`runner.explaining_rows`)."""
   factor = f"{verdict_lib.FACTOR_FLAG:g}x"
-  if runner.explanation_recorded(row):
-    return (f"Explained by the recorded row `{row.explained_by}` (that setting lands within "
-            f"{factor} of the paper's value).")
-  return (f"The row `{row.explained_by}` tests a setting and does not explain it (not "
-          f"recorded at its full budget, or more than {factor} below the paper's value too).")
+  explaining = runner.explaining_rows(row)
+  others = [n for n in row.explained_by if n not in explaining]
+  parts = []
+  if explaining:
+    parts.append(f"Explained by the recorded {_rows_named(explaining)} (that setting lands "
+                 f"within {factor} of the paper's value).")
+  if others:
+    parts.append(f"The {_rows_named(others)} {'tests' if len(others) == 1 else 'test'} a "
+                 f"setting{'' if len(others) == 1 else ' each'} and "
+                 f"{'does' if len(others) == 1 else 'do'} not explain it (not recorded at "
+                 f"{'its' if len(others) == 1 else 'their'} full budget, or more than "
+                 f"{factor} below the paper's value too).")
+  return " ".join(parts)
+
+
+def _rows_named(names) -> str:
+  quoted = [f"`{n}`" for n in names]
+  return ("row " if len(quoted) == 1 else "rows ") + ", ".join(quoted)
 
 
 def _note_cell(table: Table, row: Row, records: list, archive: Optional[dict]) -> str:

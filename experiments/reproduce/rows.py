@@ -84,11 +84,11 @@ class Row:
       records, :mod:`experiments.reproduce.archive`).
     differs: which setting differs from the paper's, for a row whose loss is more than 10x
       better than the paper's (shown on the page; it explains nothing by itself).
-    explained_by: ``'<table>/<row>'`` of a recorded row that shows the setting explaining a
-      loss more than 10x better than the paper's (e.g. the same model at the paper's
-      setting); unless its records land within 10x of the paper's value
-      (:func:`experiments.reproduce.runner.explanation_recorded`) such a row is
-      ``unexplained``.
+    explained_by: ``'<table>/<row>'`` of each recorded row that tests a setting which might
+      explain a loss more than 10x better than the paper's (e.g. the same model at the
+      paper's setting), one setting a row; unless the records of one of them land within
+      10x of the paper's value (:func:`experiments.reproduce.runner.explaining_rows`) such
+      a row is ``unexplained``.
     analytic: for a cell that is a computed quantity rather than a training run, the name
       of the function of :mod:`experiments.reproduce.analytic` that computes its metrics
       (called with ``analytic_args``); ``config`` is then None.
@@ -117,7 +117,7 @@ class Row:
   blocker: Optional[str] = None
   note: str = ""
   differs: str = ""
-  explained_by: str = ""
+  explained_by: tuple[str, ...] = ()
   analytic: Optional[str] = None
   analytic_args: dict = dataclasses.field(default_factory=dict)
   runs_of: Optional[str] = None
@@ -137,9 +137,10 @@ class Row:
     if self.config is not None and self.analytic is None and not self.steps:
       raise ValueError(f"Row {self.id!r}: a row with a config states its full budget "
                        "(steps: the paper's, or the preset's where the paper gives none).")
-    if self.explained_by and self.explained_by.count("/") != 1:
-      raise ValueError(f"Row {self.id!r}: explained_by must be '<table>/<row>'; got "
-                       f"{self.explained_by!r}.")
+    if not isinstance(self.explained_by, tuple) or any(
+        not isinstance(n, str) or n.count("/") != 1 for n in self.explained_by):
+      raise ValueError(f"Row {self.id!r}: explained_by must be a tuple of '<table>/<row>'; "
+                       f"got {self.explained_by!r}.")
     if self.seeds < 1:
       raise ValueError(f"Row {self.id!r}: seeds must be >= 1; got {self.seeds}.")
     for field in ("note", "blocker", "differs"):

@@ -432,17 +432,24 @@ def budget_of(row: Row) -> Optional[int]:
   return None if row.analytic else int(row.steps)
 
 
+def explaining_rows(row: Row, pages_dir: Optional[str] = None) -> tuple:
+  """The rows of ``row.explained_by`` whose records in the committed archive of
+  ``pages_dir`` (default ``docs/reproduction``) show their setting landing near the paper:
+  finite, at the named row's full budget (``paper_steps``; a partial run has not shown where
+  the setting ends), and within :data:`~experiments.reproduce.verdict.FACTOR_FLAG` of each
+  of ``row``'s printed losses that they report (their mean over seeds)."""
+  pages_dir = pages_dir or os.path.join(ROOT, "docs", "reproduction")
+  return tuple(name for name in row.explained_by if _explains(row, name, pages_dir))
+
+
 def explanation_recorded(row: Row, pages_dir: Optional[str] = None) -> bool:
-  """Whether ``row.explained_by`` names a row whose records in the committed archive of
-  ``pages_dir`` (default ``docs/reproduction``) show the explaining setting landing near the
-  paper: finite, at the named row's full budget (``paper_steps``; a partial run has not
-  shown where the setting ends), and within :data:`~experiments.reproduce.verdict.FACTOR_FLAG`
-  of each of ``row``'s printed losses that they report (their mean over seeds)."""
-  if not row.explained_by:
-    return False
-  table_id, row_id = row.explained_by.split("/")
-  store = archive_lib.load(archive_lib.path_for(
-      pages_dir or os.path.join(ROOT, "docs", "reproduction"), table_id))
+  """Whether one of the rows of ``row.explained_by`` explains it (:func:`explaining_rows`)."""
+  return bool(explaining_rows(row, pages_dir))
+
+
+def _explains(row: Row, name: str, pages_dir: str) -> bool:
+  table_id, row_id = name.split("/")
+  store = archive_lib.load(archive_lib.path_for(pages_dir, table_id))
   seeds = store.get("rows", {}).get(row_id, {}).get("seeds", {}).values()
   finite = [r for r in seeds if not r.get("smoke") and not r.get("diverged_at")
             and r.get("paper_steps") and int(r.get("steps") or 0) >= int(r["paper_steps"])]

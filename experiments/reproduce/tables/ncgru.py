@@ -118,7 +118,7 @@ def _pool_rows(rows):
       r, id=f"{r.id}-pool", model=f"{r.model} (fixed 100,000)",
       overrides={**r.overrides, "train.train_pool": POOL}, note=POOL_NOTE)
       for r in rows if r.id in tested)
-  marked = tuple(dataclasses.replace(r, explained_by=f"ncgru-t3/{r.id}-pool")
+  marked = tuple(dataclasses.replace(r, explained_by=(f"ncgru-t3/{r.id}-pool",))
                  if r.id in tested else r for r in rows)
   return marked + study
 
