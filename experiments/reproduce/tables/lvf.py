@@ -248,8 +248,9 @@ def _t4_row(preset, name, ce, acc, params):
 
 def _t4_tested(preset):
   """The study rows that test a setting for Table 4's row of ``preset``."""
-  return ((f"lvf-t4/copy-{preset}-adam-1e-4",) * (preset in T4_ADAM_MODELS)
-          + (f"lvf-t4/copy-{preset}-nnrnn-code",) * (preset in T4_NNRNN_CODE_MODELS))
+  studies = (("adam-1e-4", T4_ADAM_MODELS), ("nnrnn-code", T4_NNRNN_CODE_MODELS))
+  return tuple(f"lvf-t4/copy-{preset}-{suffix}" for suffix, models in studies
+               if preset in models)
 
 
 LITERAL_NOTE = ("Table 5 exactly as printed (the preset `{}`); the row above is the preset "
