@@ -131,11 +131,12 @@ def test_explained_by_needs_a_recorded_row_near_the_paper(tmp_path):
                explained_by=bad)
 
 
-def test_one_of_several_named_rows_explains(tmp_path):
+def test_one_of_several_named_rows_explains(tmp_path, monkeypatch):
   """With several named rows, the row is explained when any one of them lands near the
   paper, and the page names which did and which did not."""
   row = rows.Row(id="x", task="t", model="m", paper={"test_loss": 1.0}, config="copy.py:lvf",
                  steps=10, explained_by=("lvf-t4/a", "lvf-t4/b"))
+
   def seeds(loss):
     return {"seeds": {"0": {"steps": 10, "paper_steps": 10, "metrics": {"test_loss": loss}}}}
 
@@ -145,6 +146,14 @@ def test_one_of_several_named_rows_explains(tmp_path):
   archive.save(store, {"rows": {"a": seeds(0.01), "b": seeds(0.5)}})
   assert runner.explaining_rows(row, str(tmp_path)) == ("lvf-t4/b",)
   assert runner.explanation_recorded(row, str(tmp_path))
+  monkeypatch.setattr(runner.archive_lib, "path_for",
+                      lambda _, table_id: str(tmp_path / "results" / f"{table_id}.json"))
+  text = pages._explanation(row)
+  assert "Explained by the recorded row `lvf-t4/b`" in text
+  assert "The row `lvf-t4/a` tests a setting and does not explain it" in text
+  archive.save(store, {"rows": {"a": seeds(0.01), "b": seeds(0.01)}})
+  assert pages._explanation(row).startswith(
+      "The rows `lvf-t4/a`, `lvf-t4/b` test a setting each and do not explain it")
 
 
 def test_a_run_within_the_floors_tolerance_is_at_floor_whatever_the_paper():

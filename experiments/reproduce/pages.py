@@ -250,12 +250,14 @@ def _explanation(row: Row) -> str:
   if explaining:
     parts.append(f"Explained by the recorded {_rows_named(explaining)} (that setting lands "
                  f"within {factor} of the paper's value).")
-  if others:
-    parts.append(f"The {_rows_named(others)} {'tests' if len(others) == 1 else 'test'} a "
-                 f"setting{'' if len(others) == 1 else ' each'} and "
-                 f"{'does' if len(others) == 1 else 'do'} not explain it (not recorded at "
-                 f"{'its' if len(others) == 1 else 'their'} full budget, or more than "
-                 f"{factor} below the paper's value too).")
+  if len(others) == 1:
+    parts.append(f"The {_rows_named(others)} tests a setting and does not explain it (not "
+                 f"recorded at its full budget, or more than {factor} below the paper's "
+                 "value too).")
+  elif others:
+    parts.append(f"The {_rows_named(others)} test a setting each and do not explain it (not "
+                 f"recorded at their full budget, or more than {factor} below the paper's "
+                 "value too).")
   return " ".join(parts)
 
 

@@ -439,7 +439,11 @@ def explaining_rows(row: Row, pages_dir: Optional[str] = None) -> tuple:
   the setting ends), and within :data:`~experiments.reproduce.verdict.FACTOR_FLAG` of each
   of ``row``'s printed losses that they report (their mean over seeds)."""
   pages_dir = pages_dir or os.path.join(ROOT, "docs", "reproduction")
-  return tuple(name for name in row.explained_by if _explains(row, name, pages_dir))
+  named = [name.split("/") for name in row.explained_by]
+  stores = {table_id: archive_lib.load(archive_lib.path_for(pages_dir, table_id))
+            for table_id in {table_id for table_id, _ in named}}  # each archive read once
+  return tuple(name for name, (table_id, row_id) in zip(row.explained_by, named)
+               if _explains(row, row_id, stores[table_id]))
 
 
 def explanation_recorded(row: Row, pages_dir: Optional[str] = None) -> bool:
@@ -447,9 +451,9 @@ def explanation_recorded(row: Row, pages_dir: Optional[str] = None) -> bool:
   return bool(explaining_rows(row, pages_dir))
 
 
-def _explains(row: Row, name: str, pages_dir: str) -> bool:
-  table_id, row_id = name.split("/")
-  store = archive_lib.load(archive_lib.path_for(pages_dir, table_id))
+def _explains(row: Row, row_id: str, store: dict) -> bool:
+  """Whether the records of ``row_id`` in the archive ``store`` explain ``row``
+  (:func:`explaining_rows`)."""
   seeds = store.get("rows", {}).get(row_id, {}).get("seeds", {}).values()
   finite = [r for r in seeds if not r.get("smoke") and not r.get("diverged_at")
             and r.get("paper_steps") and int(r.get("steps") or 0) >= int(r["paper_steps"])]
