@@ -53,6 +53,10 @@ def test_every_paper_has_tables_and_every_row_is_complete():
       assert all(math.isfinite(v) for v in r.paper.values()), (t.id, r.id)
       if r.runs_of:  # the row it names exists, trains, and has the same config and budget
         rows.source(t, r)
+      for name in r.explained_by:  # each tested setting is a declared row that trains
+        table_id, row_id = name.split("/")
+        tested = TABLES[table_id].row(row_id)
+        assert tested.config and tested.id != r.id, (t.id, r.id, name)
 
 
 def test_no_two_rows_train_the_same_run():
@@ -389,8 +393,20 @@ def test_a_run_note_cites_a_record_that_holds_its_numbers(tmp_path):
                       "date": "d", "wall_seconds": 1.0}},
       "notes": [{"text": "best validation at step 6,600; 97.9 % later", "seed": "0"}]}}})
   page = open(harness.write_table(table, str(tmp_path / "none"), str(out))).read()
-  assert "best validation at step 6,600; 97.9 % later (seed 0) **(not in the record: 97.9)**" \
+  assert "Best validation at step 6,600; 97.9 % later (seed 0) **(not in the record: 97.9)**" \
       in page
+
+
+def test_every_part_of_a_note_cell_is_a_sentence():
+  assert pages.as_sentence("the loss falls (seed 0)") == "The loss falls (seed 0)."
+  assert pages.as_sentence("nnRNN at batch 10") == "nnRNN at batch 10."
+  assert pages.as_sentence("`copy.py:lvf` as printed.") == "`copy.py:lvf` as printed."
+  assert pages.as_sentence("**not run: queued**") == "**not run: queued**"
+  table = rows.get("lvf-t4")
+  row = dataclasses.replace(table.row("copy-fcurnn"), note="a note without a stop",
+                            differs="the preset's batch", explained_by=())
+  cell = pages._note_cell(table, row, [], None)  # pylint: disable=protected-access
+  assert "A note without a stop. Differs from the paper: the preset's batch." in cell
 
 
 def test_analytic_rows_are_computed_and_compared_at_the_papers_precision(tmp_path):

@@ -284,7 +284,18 @@ def _note_cell(table: Table, row: Row, records: list, archive: Optional[dict]) -
     parts.insert(0, f"**non-finite loss in {len(diverged)} of {len(records)} seeds (at step "
                     f"{at})**")
   parts += notes_of(row, archive)
-  return " ".join(parts)
+  return " ".join(as_sentence(p) for p in parts)
+
+
+def as_sentence(text: str) -> str:
+  """``text`` as one sentence of a note cell: an all-lowercase first word capitalised (a
+  name such as nnRNN or `copy.py` kept as written) and a full stop added where it ends
+  without one (a bold flag, ending in ``**``, is left as it is)."""
+  text = text.strip()
+  first = text.split(" ", 1)[0]
+  if first.isalpha() and first.islower():
+    text = text[:1].upper() + text[1:]
+  return text if text.endswith((".", "?", "!", "**")) else text + "."
 
 
 def _wall_cell(records: list) -> str:
