@@ -247,11 +247,10 @@ def _t4_row(preset, name, ce, acc, params):
 
 
 def _t4_tested(preset):
-  """The study rows that test a setting for Table 4's row of ``preset``."""
-  studies = (("adam-1e-4", T4_ADAM_MODELS), ("nnrnn-code", T4_NNRNN_CODE_MODELS),
-             *((f"n{n}", ("fcurnn",)) for n in T4_FCURNN_SIZES))
-  return tuple(f"lvf-t4/copy-{preset}-{suffix}" for suffix, models in studies
-               if preset in models)
+  """The study rows that test a setting for Table 4's row of ``preset`` (those built from
+  its config)."""
+  return tuple(f"lvf-t4/{r.id}" for r in T4_ADAM + T4_NNRNN_CODE + T4_FCURNN_SIZE
+               if r.config == f"copy.py:{preset}")
 
 
 LITERAL_NOTE = ("Table 5 exactly as printed (the preset `{}`); the row above is the preset "
