@@ -462,6 +462,25 @@ def test_stand_in_rows_show_validation_and_test_loss_without_a_verdict(tmp_path)
   assert runner.judge_row(quoted, [{**result, "budget_steps": 1750}]).category == "partial"
 
 
+def test_a_partial_row_whose_wall_time_misses_a_part_states_the_measured_hours_left():
+  """A partial record whose wall time misses a stopped part gives no pace of its own: the
+  hours left come from the row's measured step time, named with its machine and date, and
+  are absent when that is not measured either."""
+  row = rows.get("lvf-t4").row("copy-lvf")
+  budget = runner.budget_of(row)
+  records = [{"steps": budget // 4, "wall_seconds": 10.0, "wall_complete": False,
+              "resumed_from": budget // 8}] * row.seeds
+  entry = {"seconds_per_step": 0.37, "machine": "a test cpu", "date": "2026-01-02 00:00 UTC"}
+  expected = 0.37 * (budget - budget // 4) * row.seeds / 3600.0
+  text = pages.steps_cell(row, records, entry)
+  assert f"; about {expected:.1f} h left for the full budget at 0.37 s a step" in text
+  assert "measured on a test cpu, 2026-01-02 00:00 UTC" in text
+  assert pages.hours_left(row, records) is None
+  assert " h " not in pages.steps_cell(row, records)
+  timed = [{**r, "wall_complete": True} for r in records]
+  assert "of the records' machine left" in pages.steps_cell(row, timed, entry)
+
+
 def test_a_figure_is_drawn_only_from_recorded_curves(tmp_path):
   table = rows.get("lvf-t4")
   out = tmp_path / "pages"

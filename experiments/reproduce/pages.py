@@ -105,9 +105,13 @@ def params_cell(records: list) -> str:
   return f"{raw} ({eff} effective)" if eff and eff != raw else str(raw)
 
 
-def steps_cell(row: Row, records: list) -> str:
+def steps_cell(row: Row, records: list, measured: Optional[dict] = None) -> str:
   """Steps run of the paper's full budget (with the fraction when short, and the hours of a
-  core a partial run still needs), and the best validation step."""
+  core a partial run still needs), and the best validation step.
+
+  The hours come from the records' own pace; where their wall time misses a part of the run
+  (``wall_complete`` false), from ``measured``, the row's entry of
+  :mod:`experiments.reproduce.step_times`, named with its machine and date."""
   if row.analytic:
     return "computed"
   budget = runner.budget_of(row)
@@ -118,14 +122,24 @@ def steps_cell(row: Row, records: list) -> str:
   run_budgets = sorted({int(r["budget_steps"]) for r in records if r.get("budget_steps")})
   if run_budgets and run_budgets != [budget]:
     text += f", the run's budget {' / '.join(str(b) for b in run_budgets)}"
-  left = hours_left(row, records)
-  if left is not None:
-    text += (f"; about {left:.1f} h of the records' machine left for the full budget (a "
-             "run resumes from its checkpoint where its runs directory is kept)")
+  text += _hours_left_text(row, records, measured)
   best = sorted({r.get("best_validation_step") for r in records} - {None})
   if len(best) == 1:
     text += f", best validation at {best[0]}"
   return text
+
+
+def _hours_left_text(row: Row, records: list, measured: Optional[dict]) -> str:
+  resumes = "a run resumes from its checkpoint where its runs directory is kept"
+  left = hours_left(row, records)
+  if left is not None:
+    return f"; about {left:.1f} h of the records' machine left for the full budget ({resumes})"
+  if not measured or row.analytic or runner.complete(row, records):
+    return ""
+  left = step_times.cpu_hours(measured["seconds_per_step"], steps_missing(row, records))
+  return (f"; about {left:.1f} h left for the full budget at {measured['seconds_per_step']:.3g} "
+          f"s a step, measured on {measured['machine']}, {measured['date']} (the records' "
+          f"wall time misses a part of the run; {resumes})")
 
 
 def hours_left(row: Row, records: list) -> Optional[float]:
@@ -136,19 +150,29 @@ def hours_left(row: Row, records: list) -> Optional[float]:
   if row.analytic or not timed or runner.complete(row, records):
     return None
   per_step = float(np.mean([r["wall_seconds"] / r["steps"] for r in timed]))
+  return step_times.cpu_hours(per_step, steps_missing(row, records))
+
+
+def steps_missing(row: Row, records: list) -> int:
+  """Optimiser steps ``row``'s records still lack of the full budget, over its seeds."""
   budget = runner.budget_of(row)
   missing = sum(max(budget - int(r["steps"]), 0) for r in records)
-  missing += max(row.seeds - len(records), 0) * budget
-  return step_times.cpu_hours(per_step, missing)
+  return missing + max(row.seeds - len(records), 0) * budget
+
+
+def measured_step(table: Table, row: Row, measured: Optional[dict] = None) -> Optional[dict]:
+  """The :mod:`experiments.reproduce.step_times` entry of the row whose runs ``row`` reads
+  (``measured``: the stored entries, loaded when None)."""
+  measured = step_times.load() if measured is None else measured
+  source_table, source = rows_lib.source(table, row)
+  return measured.get(f"{source_table.id}/{source.id}")
 
 
 def not_run_reason(table: Table, row: Row, measured: Optional[dict] = None) -> str:
   """Why ``row`` has no record: its blocker (no data, a GPU row's budget) or ``queued``, with
   the hours its full budget takes on a CPU at a step time measured there
   (:mod:`experiments.reproduce.step_times`)."""
-  measured = step_times.load() if measured is None else measured
-  source_table, source = rows_lib.source(table, row)
-  entry = measured.get(f"{source_table.id}/{source.id}")
+  entry = measured_step(table, row, measured)
   hours = ""
   if entry and not row.analytic:
     total = step_times.cpu_hours(entry["seconds_per_step"], runner.budget_of(row), row.seeds)
@@ -335,8 +359,8 @@ def row_lines(table: Table, row: Row, records: list, archive: Optional[dict],
   row_floors = runner.row_floors(row, records, stored_floors)
   first = [row.task, row.model]
   rest = [verdict_cell(status), f"{row.paper_params or '?'} / {params_cell(records) or '-'}",
-          steps_cell(row, records), seeds_cell(row, records), _wall_cell(records),
-          _note_cell(table, row, records, archive)]
+          steps_cell(row, records, measured_step(table, row)), seeds_cell(row, records),
+          _wall_cell(records), _note_cell(table, row, records, archive)]
   lines = []
   for i, (metric, value) in enumerate(shown_metrics(row, records)):
     ours = summarize([r["metrics"][metric] for r in records
