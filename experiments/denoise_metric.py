@@ -41,7 +41,7 @@ CODE = "emucllari1/NC-GRU at b86f34e, `denoise_task/`"
 VARIANTS = {"preset": {}, "rho50": {"model.cell.rho": 50}}
 #: The runs of the hypotheses, in the order they are run.
 RUNS = ("denoise-scornn-t200:preset", "denoise-goru-t200:preset", "denoise-scornn-t200:rho50",
-        "denoise-scornn-t400:preset")
+        "denoise-scornn-t400:preset", "denoise-ncgru-uc-t400:preset")
 
 
 def parse_run(spec: str) -> tuple:
