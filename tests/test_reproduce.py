@@ -470,11 +470,12 @@ def test_a_partial_row_whose_wall_time_misses_a_part_states_the_measured_hours_l
   budget = runner.budget_of(row)
   records = [{"steps": budget // 4, "wall_seconds": 10.0, "wall_complete": False,
               "resumed_from": budget // 8}] * row.seeds
-  entry = {"seconds_per_step": 0.37, "machine": "a test cpu", "date": "2026-01-02 00:00 UTC"}
+  entry = {"seconds_per_step": 0.37, "machine": "a test cpu", "date": "2026-01-02 00:00 UTC",
+           "commit": "abc1234", "load": 0.5}
   expected = 0.37 * (budget - budget // 4) * row.seeds / 3600.0
   text = pages.steps_cell(row, records, entry)
   assert f"; about {expected:.1f} h left for the full budget at 0.37 s a step" in text
-  assert "measured on a test cpu, 2026-01-02 00:00 UTC" in text
+  assert "measured at abc1234 on a test cpu, load average 0.5, 2026-01-02 00:00 UTC" in text
   assert pages.hours_left(row, records) is None
   assert " h " not in pages.steps_cell(row, records)
   timed = [{**r, "wall_complete": True} for r in records]
