@@ -3,6 +3,7 @@
 that cannot widen them without limit, budgets from the papers, no flattering edge, and claims
 judged as comparisons between rows."""
 
+import dataclasses
 import json
 import math
 import os
@@ -219,6 +220,88 @@ def test_comparable_and_not_worse_claims():
   assert claims.judge_claim(_claim("comparable"), far).status == "contradicted"
   assert claims.judge_claim(_claim("not_worse"), near).status == "supported"
   assert claims.judge_claim(_claim("not_worse"), far).status == "contradicted"
+
+
+def _one_seed(value, scatter, task="denoise"):
+  return Side((value,), True, task, 0.00878, scatter)
+
+
+def test_a_one_seed_row_stands_at_its_measured_scatter():
+  """Two one-seed rows: two standard errors each of scatter x value, combined in quadrature."""
+  metric, s = "min_train_loss", 0.25
+  sep = 2.0 * s * math.hypot(0.012, 0.0118)
+  inside = {"a": _one_seed(0.012, s), "b": _one_seed(0.0118, s)}  # 1.7 % apart: noise
+  assert claims.judge_claim(_claim(), inside).status == "undecided"
+  # float64 arithmetic of the same four numbers: a few roundings
+  assert np.isclose(claims.separation(metric, inside["a"], inside["b"]), sep, rtol=1e-12)
+  unmeasured = {k: dataclasses.replace(v, scatter=math.nan) for k, v in inside.items()}
+  assert claims.judge_claim(_claim(), unmeasured).status == "contradicted"  # printed precision only
+  far = {"a": _one_seed(0.004, s), "b": _one_seed(0.0118, s)}
+  result = claims.judge_claim(_claim(), far)
+  assert result.status == "supported" and "one seed at the measured scatter 25 %" in result.why
+
+
+def test_a_borrowed_scatter_never_decides_a_comparable_or_not_worse_claim():
+  s = 0.25
+  near = {"a": _one_seed(0.0118 * (1 + 1e-4), s), "b": _one_seed(0.0118, s)}  # inside printed precision
+  mid = {"a": _one_seed(0.0118 * 1.2, s), "b": _one_seed(0.0118, s)}  # outside it, inside scatter
+  far = {"a": _one_seed(0.0118 * 3.0, s), "b": _one_seed(0.0118, s)}
+  for kind in ("comparable", "not_worse"):
+    assert claims.judge_claim(_claim(kind), near).status == "supported"
+    assert claims.judge_claim(_claim(kind), mid).status == "undecided"
+    assert claims.judge_claim(_claim(kind), far).status == "contradicted"
+
+
+def test_the_scatter_of_a_one_seed_row_comes_from_its_task_or_its_kind():
+  measured = {("parenthesis", "min_train_loss"): [0.1, 0.5, 0.3],
+              ("adding", "val_loss"): [0.9], ("jsb", "test_loss"): [0.002, 0.004]}
+  assert claims.scatter_for(measured, "adding", "val_loss") == 0.9
+  assert claims.scatter_for(measured, "denoise", "min_train_loss") == 0.4  # median of 0.1, 0.3, 0.5, 0.9
+  # the median of two: their mean, one rounding
+  assert claims.scatter_for(measured, "jsb", "test_loss") == pytest.approx(0.003, rel=1e-12)
+  assert math.isnan(claims.scatter_for(measured, "musedata", "test_loss"))  # a log-likelihood: no pooling
+  assert math.isnan(claims.scatter_for(measured, "fmc", "fmc_total"))  # computed: never scatters
+  values = (0.0124, 0.0101, 0.0160)
+  assert claims.relative_std("min_train_loss", values) == pytest.approx(  # float64, same formula
+      np.std(values, ddof=1) / np.mean(values), rel=1e-12)
+  with pytest.raises(ValueError, match="two or more"):
+    claims.relative_std("min_train_loss", (0.01,))
+
+
+def test_the_measured_scatters_are_the_complete_multi_seed_rows_of_the_records():
+  measured = pages.seed_scatters("/nonexistent")
+  table = rows.get("lvf-t3")
+  store = archive.load(archive.path_for(PAGES, table.id))
+  expected = {}
+  for row in table.rows:
+    recs = list(store["rows"].get(row.id, {}).get("seeds", {}).values())
+    if len(recs) >= 2 and runner.complete(row, recs):
+      for metric in row.paper:
+        v = np.array([r["metrics"][metric] for r in recs], np.float64)
+        expected.setdefault((runner.task_name(row), metric), []).append(
+            v.std(ddof=1) / abs(v.mean()))
+  assert expected
+  for key, values in expected.items():  # float64, the same formula: a few roundings
+    assert all(any(np.isclose(x, m, rtol=1e-12) for m in measured[key]) for x in values), key
+
+
+def test_a_row_short_of_its_budget_or_with_one_seed_measures_no_scatter(tmp_path):
+  table = rows.get("lvf-t3")
+  full, short, single = (table.row(i) for i in ("jsb-rnn", "jsb-urnn", "jsb-eurnn"))
+  def seeds(values, steps):
+    return {"seeds": {str(k): {"seed": k, "steps": steps, "metrics": {"test_loss": v}}
+                      for k, v in enumerate(values)}}
+  values = [8.5, 8.7, 8.6, 8.65, 8.55][:max(full.seeds, 2)]
+  store = {"table": table.id, "rows": {
+      full.id: seeds(values, runner.budget_of(full)),
+      short.id: seeds([9.0, 9.5, 9.2], runner.budget_of(short) - 1),
+      single.id: seeds([9.1], runner.budget_of(single))}}
+  os.makedirs(tmp_path / "results")
+  archive.save(archive.path_for(str(tmp_path), table.id), store)
+  measured = pages.seed_scatters(str(tmp_path / "runs"), str(tmp_path))
+  assert list(measured) == [("jsb", "test_loss")]
+  assert measured[("jsb", "test_loss")] == pytest.approx(  # float64, the same formula
+      [np.std(values, ddof=1) / np.mean(values)], rel=1e-12)
 
 
 def test_every_claim_names_rows_of_its_table_and_quotes_its_paper():

@@ -90,7 +90,7 @@ def main(argv=None) -> int:
   args.workdir = args.workdir or (smoke_root if args.smoke else
                                   os.path.join(runner.ROOT, "runs", "reproduce"))
   args.out = args.out or (os.path.join(args.workdir, "pages") if args.smoke else
-                          os.path.join(runner.ROOT, "docs", "reproduction"))
+                          runner.PAGES)
   runner.started_at_commit()
   tables = _select(args)
   wanted = [s for s in args.rows.split(",") if s]

@@ -22,8 +22,12 @@ degrade").
 The separation is the larger of the two rows' combined two standard errors and the relative
 tolerance of the metric's kind at the worse row's value
 (:func:`experiments.reproduce.verdict.relative_tolerance`; for the synthetic tasks' small
-losses, the relative precision of the worse row's printed paper value): one seed has no
-spread, and the kind's tolerance is what a table can resolve.
+losses, the relative precision of the worse row's printed paper value): the kind's
+tolerance is what a table can resolve. One seed has no spread of its own: a one-seed row
+stands at the seed scatter measured where several seeds ran (:func:`scatter_for`: the
+median relative standard deviation of the complete rows of its task and metric with two or
+more seeds, or, for a synthetic task's minimum loss, of every such row of that kind), its
+standard error that scatter times its value; without a measurement it adds no spread.
 """
 
 from __future__ import annotations
@@ -94,13 +98,15 @@ class Claim:
 @dataclasses.dataclass(frozen=True)
 class Side:
   """What a claim needs of one row: its per-seed values of the claim's metric, whether the
-  row is complete (every seed at the full budget, as many seeds as planned), its task and
-  the paper's value of the metric."""
+  row is complete (every seed at the full budget, as many seeds as planned), its task, the
+  paper's value of the metric and the relative seed scatter (:func:`scatter_for`) that stands
+  for its spread when it has one seed (NaN: none measured)."""
 
   values: tuple
   complete: bool
   task: str = ""
   paper: float = math.nan
+  scatter: float = math.nan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,10 +117,47 @@ class ClaimVerdict:
   why: str
 
 
-def separation(metric: str, a: Side, b: Side) -> float:
+def relative_std(metric: str, values) -> float:
+  """The sample standard deviation of ``values`` (two or more seeds) over the magnitude of
+  their mean, in the units of :func:`experiments.reproduce.verdict.compared`."""
+  v = np.asarray([verdict_lib.compared(metric, x) for x in values], np.float64)
+  if v.size < 2:
+    raise ValueError(f"relative_std needs two or more values; got {v.size}.")
+  return float(v.std(ddof=1) / abs(v.mean()))
+
+
+def scatter_for(measured: dict, task: str, metric: str) -> float:
+  """The relative seed scatter a one-seed row of ``task`` stands at in ``metric``: the
+  median of ``measured[(task, metric)]`` (the :func:`relative_std` of every complete row of
+  that task and metric with two or more seeds); for a synthetic task's minimum loss (the
+  printed-digits kind, whose tolerance is only the paper's printed precision) without one,
+  the median over every task's rows of that kind; NaN where nothing is measured (a computed
+  metric never scatters)."""
+  kind = verdict_lib.metric_kind(metric, task)
+  if kind == verdict_lib.COMPUTED:
+    return math.nan
+  samples = list(measured.get((task, metric), ()))
+  if not samples and kind == verdict_lib.PRINTED:
+    samples = [x for (t, m), xs in measured.items()
+               if verdict_lib.metric_kind(m, t) == kind for x in xs]
+  return float(np.median(samples)) if samples else math.nan
+
+
+def side_spread(metric: str, side: Side, borrowed: bool = True) -> float:
+  """Two standard errors of ``side``'s mean: its seeds' own, or for one seed (with
+  ``borrowed``) its measured scatter times its value; 0 without either."""
+  if len(side.values) >= 2:
+    return verdict_lib.spread(metric, side.values)
+  if borrowed and math.isfinite(side.scatter):
+    return 2.0 * side.scatter * abs(verdict_lib.compared(metric, side.values[0]))
+  return 0.0
+
+
+def separation(metric: str, a: Side, b: Side, borrowed: bool = True) -> float:
   """How far apart the means of ``a`` and ``b`` must be to order them (in the units of
-  :func:`experiments.reproduce.verdict.compared`)."""
-  spread = math.hypot(verdict_lib.spread(metric, a.values), verdict_lib.spread(metric, b.values))
+  :func:`experiments.reproduce.verdict.compared`); without ``borrowed``, a one-seed row adds
+  no spread (:func:`side_spread`)."""
+  spread = math.hypot(side_spread(metric, a, borrowed), side_spread(metric, b, borrowed))
   worse = min((a, b), key=lambda s: verdict_lib.better(metric, float(np.mean(s.values)), 0.0))
   ours = float(np.mean(worse.values))
   kind = verdict_lib.metric_kind(metric, a.task)
@@ -123,6 +166,20 @@ def separation(metric: str, a: Side, b: Side) -> float:
   else:
     own = verdict_lib.relative_tolerance(metric, ours, kind)
   return max(spread, own)
+
+
+def _status(kind: str, gap: float, sep: float, narrow: float) -> str:
+  """The status of a pair ``gap`` apart (positive: in the claimed order) for a claim of
+  ``kind``, given its separation ``sep`` and ``narrow``, the separation without a one-seed
+  row's borrowed scatter: a borrowed scatter can only leave a pair undecided, never decide
+  it."""
+  if kind == "comparable":
+    return SUPPORTED if abs(gap) <= narrow else CONTRADICTED if abs(gap) > sep else UNDECIDED
+  if kind == "not_worse":
+    return SUPPORTED if gap >= -narrow else CONTRADICTED if gap < -sep else UNDECIDED
+  if abs(gap) <= sep:
+    return UNDECIDED
+  return SUPPORTED if gap > 0 else CONTRADICTED
 
 
 def _pair(claim: Claim, a_id: str, b_id: str, sides: dict) -> tuple[str, str]:
@@ -138,14 +195,10 @@ def _pair(claim: Claim, a_id: str, b_id: str, sides: dict) -> tuple[str, str]:
   mean_b = float(np.mean([verdict_lib.compared(metric, v) for v in b.values]))
   gap = verdict_lib.better(metric, mean_a, mean_b)
   sep = separation(metric, a, b)
-  said = f"{a_id} {'better' if gap > 0 else 'worse'} than {b_id} by {abs(gap):.3g} ({sep:.3g})"
-  if claim.kind == "comparable":
-    return (SUPPORTED if abs(gap) <= sep else CONTRADICTED), said
-  if claim.kind == "not_worse":
-    return (SUPPORTED if gap >= -sep else CONTRADICTED), said
-  if abs(gap) <= sep:
-    return UNDECIDED, said
-  return (SUPPORTED if gap > 0 else CONTRADICTED), said
+  said = f"{a_id} {'better' if gap > 0 else 'worse'} than {b_id} by {abs(gap):.3g} ({sep:.3g}"
+  borrowed = sorted({s.scatter for s in (a, b) if len(s.values) == 1 and math.isfinite(s.scatter)})
+  said += "".join(f"; one seed at the measured scatter {100 * x:.2g} %" for x in borrowed) + ")"
+  return _status(claim.kind, gap, sep, separation(metric, a, b, borrowed=False)), said
 
 
 def judge_claim(claim: Claim, sides: dict) -> ClaimVerdict:
@@ -165,10 +218,15 @@ def _listed(parts: list, most: int = 4) -> str:
   return "; ".join(unique[:most]) + (f"; and {more} more" if more > 0 else "")
 
 
+def seed_values(records: list, metric: str) -> tuple:
+  """The finite (not diverged) seeds' values of ``metric`` in ``records``."""
+  return tuple(r["metrics"][metric] for r in records
+               if not r.get("diverged_at") and metric in r.get("metrics", {}))
+
+
 def side_of(records: list, *, metric: str, complete: bool, task: str = "",
-            paper: float = math.nan) -> Optional[Side]:
+            paper: float = math.nan, scatter: float = math.nan) -> Optional[Side]:
   """The :class:`Side` of a row from its records (the finite seeds' ``metric``); None
   without a value."""
-  values = tuple(r["metrics"][metric] for r in records
-                 if not r.get("diverged_at") and metric in r.get("metrics", {}))
-  return Side(values, complete, task, paper) if values else None
+  values = seed_values(records, metric)
+  return Side(values, complete, task, paper, scatter) if values else None

@@ -14,6 +14,8 @@ import re
 import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: The committed reproduction pages and their archives (``results/``).
+PAGES = os.path.join(ROOT, "docs", "reproduction")
 
 _STARTED_AT_COMMIT: list = []
 

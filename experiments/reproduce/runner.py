@@ -32,7 +32,7 @@ from experiments.reproduce import floors as floors_lib
 from experiments.reproduce import verdict as verdict_lib
 from experiments.reproduce.presets import load_config, preset_config, task_name  # noqa: F401
 from experiments.reproduce.provenance import (  # noqa: F401
-    ROOT, git_commit, machine, started_at_commit, usable_cores, utc_now)
+    PAGES, ROOT, git_commit, machine, started_at_commit, usable_cores, utc_now)
 from experiments.reproduce.rows import Row, Table
 from lvf_jax.train.reporting import MetricWriter
 RESULT = "result.json"
@@ -438,7 +438,7 @@ def explaining_rows(row: Row, pages_dir: Optional[str] = None) -> tuple:
   finite, at the named row's full budget (``paper_steps``; a partial run has not shown where
   the setting ends), and within :data:`~experiments.reproduce.verdict.FACTOR_FLAG` of each
   of ``row``'s printed losses that they report (their mean over seeds)."""
-  pages_dir = pages_dir or os.path.join(ROOT, "docs", "reproduction")
+  pages_dir = pages_dir or PAGES
   named = [name.split("/") for name in row.explained_by]
   stores = {table_id: archive_lib.load(archive_lib.path_for(pages_dir, table_id))
             for table_id in {table_id for table_id, _ in named}}  # each archive read once

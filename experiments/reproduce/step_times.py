@@ -77,7 +77,7 @@ def wanted(table: Table, row: Row, every: bool) -> bool:
   if every:
     return True
   store = archive_lib.load(archive_lib.path_for(
-      os.path.join(provenance.ROOT, "docs", "reproduction"), table.id))
+      provenance.PAGES, table.id))
   return not store.get("rows", {}).get(row.id, {}).get("seeds")
 
 
