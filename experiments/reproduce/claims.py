@@ -13,7 +13,9 @@ degrade").
 
 - ``undecided`` when a row of the pair has no record, or stopped short of its full budget
   (a partial row: the comparison would not be at equal budgets), or when the two means are
-  within their separation (:func:`separation`) of each other;
+  within their separation (:func:`separation`) of each other (for ``comparable`` and
+  ``not_worse``: apart by more than the tolerance only within the scatter a one-seed row
+  borrows);
 - ``contradicted`` when some pair is in the other order by more than its separation (for
   ``comparable``: apart by more than it);
 - ``supported`` when every pair is in the claimed order by more than its separation (for
@@ -48,7 +50,8 @@ STATUSES = {
     CONTRADICTED: "some pair of rows is in the other order (or apart) by more than their "
                   "separation",
     UNDECIDED: "a row is not run or partial (not at the paper's full budget), or a pair is "
-               "within its separation",
+               "within its separation (for a claim of comparable rows: apart by more than the "
+               "tolerance, but within the scatter a one-seed row borrows)",
 }
 
 
