@@ -366,6 +366,8 @@ def test_the_index_counts_claims_and_the_guide_leads_with_them():
   assert "## The papers' claims" in index and "| all |" in index
   for kind in verdict_lib.TOLERANCES:
     assert f"- {kind}:" in index
+  pooled = claims.pooled_scatter(pages.seed_scatters("/nonexistent"))
+  assert f"borrows the median over every such row: {pooled:.3g}." in index
   guide = open(os.path.join(ROOT, "docs", "reproduction.md")).read()
   head = guide.split("\n\n", 2)[1]
   assert head.startswith("<!-- summary:start -->") and "claims" in head and "rows" in head

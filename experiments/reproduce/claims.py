@@ -139,10 +139,17 @@ def scatter_for(measured: dict, task: str, metric: str) -> float:
   kind = verdict_lib.metric_kind(metric, task)
   if kind == verdict_lib.COMPUTED:
     return math.nan
-  samples = list(measured.get((task, metric), ()))
-  if not samples and kind == verdict_lib.PRINTED:
-    samples = [x for (t, m), xs in measured.items()
-               if verdict_lib.metric_kind(m, t) == kind for x in xs]
+  samples = measured.get((task, metric), ())
+  if samples:
+    return float(np.median(samples))
+  return pooled_scatter(measured) if kind == verdict_lib.PRINTED else math.nan
+
+
+def pooled_scatter(measured: dict) -> float:
+  """The median of ``measured`` over every task's minimum losses (the printed-digits kind
+  of :func:`experiments.reproduce.verdict.metric_kind`); NaN without one."""
+  samples = [x for (t, m), xs in measured.items()
+             if verdict_lib.metric_kind(m, t) == verdict_lib.PRINTED for x in xs]
   return float(np.median(samples)) if samples else math.nan
 
 

@@ -701,6 +701,24 @@ def _verdict_lines() -> list[str]:
       *[f"- `{c}`: {why}." for c, why in claims_lib.STATUSES.items()]]
 
 
+def _scatter_lines(scatters: dict) -> list[str]:
+  """The index's table of the seed scatters a one-seed row borrows
+  (:func:`seed_scatters`), per task and metric, with the pooled value of the synthetic
+  tasks' minimum losses."""
+  lines = ["The seed scatters measured in the records (relative standard deviation of a "
+           "complete row with two or more seeds), which a one-seed row of the same task and "
+           "metric borrows:", "",
+           "| task | metric | rows | relative standard deviations | median |",
+           "|---|---|---|---|---|"]
+  for (task, metric), values in sorted(scatters.items()):
+    shown = ", ".join(f"{v:.3g}" for v in sorted(values))
+    lines.append(f"| {task} | {metric} | {len(values)} | {shown} | "
+                 f"{claims_lib.scatter_for(scatters, task, metric):.3g} |")
+  pooled = claims_lib.pooled_scatter(scatters)
+  return lines + ["", "A synthetic task's minimum loss without a measurement of its own borrows "
+                      f"the median over every such row: {pooled:.3g}."]
+
+
 def write_index(tables: dict, workdir: str, out_dir: str) -> str:
   """Writes ``<out_dir>/README.md``: every table with its rows counted per verdict and its
   claims per status, the definitions and the floors; and the summary at the top of the
@@ -719,7 +737,8 @@ def write_index(tables: dict, workdir: str, out_dir: str) -> str:
            "a per-seed record archived in `results/` (one JSON file per table), and "
            "`python -m experiments.reproduce all --report-only` rebuilds every page from "
            "those records alone; `python -m experiments.reproduce <table>` runs a table "
-           "(resumable).", "", *_verdict_lines(), "", "## The papers' claims", "",
+           "(resumable).", "", *_verdict_lines(), "",
+           *_scatter_lines(seed_scatters(workdir, out_dir)), "", "## The papers' claims", "",
            *claim_lines, "", "## The rows", "", *row_lines_]
   studies = [t for t in tables.values() if t.study]
   if studies:
