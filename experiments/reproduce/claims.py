@@ -228,15 +228,9 @@ def _listed(parts: list, most: int = 4) -> str:
   return "; ".join(unique[:most]) + (f"; and {more} more" if more > 0 else "")
 
 
-def seed_values(records: list, metric: str) -> tuple:
-  """The finite (not diverged) seeds' values of ``metric`` in ``records``."""
-  return tuple(r["metrics"][metric] for r in records
-               if not r.get("diverged_at") and metric in r.get("metrics", {}))
-
-
 def side_of(records: list, *, metric: str, complete: bool, task: str = "",
             paper: float = math.nan, scatter: float = math.nan) -> Optional[Side]:
   """The :class:`Side` of a row from its records (the finite seeds' ``metric``); None
   without a value."""
-  values = seed_values(records, metric)
+  values = verdict_lib.finite_values(records, metric)
   return Side(values, complete, task, paper, scatter) if values else None

@@ -441,15 +441,15 @@ def seed_scatters(workdir: str, out_dir: str = runner.PAGES) -> dict:
       if not runner.complete(row, records):
         continue
       for metric in row.paper:
-        values = claims_lib.seed_values(records, metric)
+        values = verdict_lib.finite_values(records, metric)
         if len(values) >= 2:
           out.setdefault((runner.task_name(row), metric), []).append(
               claims_lib.relative_std(metric, values))
   return out
 
 
-def claim_verdicts(table: Table, workdir: str, archive: Optional[dict] = None,
-                   scatters: Optional[dict] = None) -> list:
+def claim_verdicts(table: Table, workdir: str, archive: Optional[dict],
+                   scatters: dict) -> list:
   """``(claim, verdict)`` of every claim of ``table``
   (:func:`experiments.reproduce.claims.judge_claim`) from its rows' records; a one-seed row
   stands at the seed scatter ``scatters`` (:func:`seed_scatters`) measure for its task."""
@@ -464,8 +464,7 @@ def claim_verdicts(table: Table, workdir: str, archive: Optional[dict] = None,
       task = runner.task_name(row)
       side = claims_lib.side_of(recs, metric=claim.metric, complete=runner.complete(row, recs),
                                 task=task, paper=row.paper[claim.metric],
-                                scatter=claims_lib.scatter_for(scatters or {}, task,
-                                                               claim.metric))
+                                scatter=claims_lib.scatter_for(scatters, task, claim.metric))
       if side is not None:
         sides[row_id] = side
     out.append((claim, claims_lib.judge_claim(claim, sides)))
@@ -477,8 +476,8 @@ def _cell(text: str) -> str:
   return " ".join(text.split()).replace("|", "\\|")
 
 
-def claims_lines(table: Table, workdir: str, archive: Optional[dict] = None,
-                 scatters: Optional[dict] = None) -> list[str]:
+def claims_lines(table: Table, workdir: str, archive: Optional[dict],
+                 scatters: dict) -> list[str]:
   """The page's section on the paper's claims about the table and their verdicts (none
   without claims; ``scatters``: :func:`seed_scatters`)."""
   if not table.claims:
@@ -653,12 +652,13 @@ def count_claims(table: Table, workdir: str, out_dir: str, scatters: dict) -> di
   return counts
 
 
-def _claims_count_lines(tables: list, workdir: str, out_dir: str) -> tuple[list, dict]:
-  """The index's table of the claims counted per status, and the totals."""
+def _claims_count_lines(tables: list, workdir: str, out_dir: str,
+                        scatters: dict) -> tuple[list, dict]:
+  """The index's table of the claims counted per status (``scatters``: :func:`seed_scatters`),
+  and the totals."""
   order = list(claims_lib.STATUSES)
   lines = ["| table | claims | " + " | ".join(order) + " |", "|---|---|" + "---|" * len(order)]
   totals = dict.fromkeys(order, 0)
-  scatters = seed_scatters(workdir, out_dir)
   for t in tables:
     if not t.claims:
       continue
@@ -725,7 +725,8 @@ def write_index(tables: dict, workdir: str, out_dir: str) -> str:
   reproduction guide beside ``out_dir`` (:func:`write_summary`)."""
   stored = floors_lib.load()
   papers = [t for t in tables.values() if not t.study]
-  claim_lines, claim_totals = _claims_count_lines(papers, workdir, out_dir)
+  scatters = seed_scatters(workdir, out_dir)
+  claim_lines, claim_totals = _claims_count_lines(papers, workdir, out_dir, scatters)
   row_lines_ = _count_lines(papers, workdir, out_dir, stored, "paper", "stand-in")
   lines = ["# Reproduction of the papers' tables", "",
            "One page per table of the four source papers. Every numeric cell of a table is a "
@@ -738,7 +739,7 @@ def write_index(tables: dict, workdir: str, out_dir: str) -> str:
            "`python -m experiments.reproduce all --report-only` rebuilds every page from "
            "those records alone; `python -m experiments.reproduce <table>` runs a table "
            "(resumable).", "", *_verdict_lines(), "",
-           *_scatter_lines(seed_scatters(workdir, out_dir)), "", "## The papers' claims", "",
+           *_scatter_lines(scatters), "", "## The papers' claims", "",
            *claim_lines, "", "## The rows", "", *row_lines_]
   studies = [t for t in tables.values() if t.study]
   if studies:

@@ -505,9 +505,8 @@ def judge_row(row: Row, records: list, stored_floors: Optional[dict] = None
 def _stand_in_verdict(records: list, row_floor: dict) -> verdict_lib.Verdict:
   """``at floor`` when the mean over the finite seeds of a judged metric is within the
   tolerance of its floor (:func:`experiments.reproduce.verdict.at_floor`), else none."""
-  finite = [r for r in records if not r.get("diverged_at")]
   for metric, (floor, _) in row_floor.items():
-    values = [r["metrics"][metric] for r in finite if metric in r.get("metrics", {})]
+    values = verdict_lib.finite_values(records, metric)
     if values and verdict_lib.at_floor(metric, values, floor):
       return verdict_lib.Verdict(verdict_lib.AT_FLOOR)
   return verdict_lib.Verdict("")

@@ -236,6 +236,12 @@ def far_better(metric: str, values: Sequence[float], paper: float) -> bool:
   return float(np.mean(values)) * FACTOR_FLAG < paper
 
 
+def finite_values(records: list, metric: str) -> tuple:
+  """The values of ``metric`` in the records of the seeds that did not diverge."""
+  return tuple(r["metrics"][metric] for r in records
+               if not r.get("diverged_at") and metric in r.get("metrics", {}))
+
+
 def judge(paper: dict, records: list, *, floors: Optional[dict] = None,
           budget: Optional[int] = None, seeds: Optional[int] = None, task: str = "",
           explained: bool = False) -> Verdict:
@@ -257,7 +263,7 @@ def judge(paper: dict, records: list, *, floors: Optional[dict] = None,
   if not records:
     return Verdict(NOT_RUN)
   finite = [r for r in records if not r.get("diverged_at")]
-  values = {m: [r["metrics"][m] for r in finite if m in r.get("metrics", {})] for m in paper}
+  values = {m: list(finite_values(records, m)) for m in paper}
   floor_category = _floor_category(paper, values, floors or {})
   if floor_category:
     return Verdict(floor_category)
