@@ -69,3 +69,31 @@ def test_a_presets_run_is_set_beside_the_harness_records_of_its_config(tmp_path)
   assert "does not reach the paper's value" in dm.reading_lines([far], summaries)[0]
   other = _run("denoise-goru-t200", "rho50", 0.04453, 0.0470, 0.0480)
   assert "harness's records" not in dm.reading_lines([other], summaries)[0]
+
+
+def test_the_one_batch_minimum_of_a_trained_row_is_read_from_its_record(tmp_path, monkeypatch):
+  from experiments.reproduce import archive  # pylint: disable=g-import-not-at-top
+  path = tmp_path / "ncgru-t2.json"
+  measured = {"size": 12800, "batch": 128, "loss": 0.012, "min": 0.0106, "std": 0.0005}
+  archive.save(str(path), {"rows": {
+      "denoise-ncgru-uc-t400": {"seeds": {"0": {
+          "steps": 10000, "metrics": {"min_train_loss": 0.0119},
+          "diagnostics": {"batch_minimum": measured}}}},
+      "denoise-goru-t400": {"seeds": {"0": {"steps": 10000,
+                                            "metrics": {"min_train_loss": 0.021}}}}}})
+  monkeypatch.setattr(dm, "TABLE_RECORDS", str(path))
+  page = dm.page([])
+  assert (f"| 0.0106 of 100 batches of 128 ({0.0106 / 0.00878:.3f}) | "
+          f"{(0.012 - 0.00878) / 0.0005:.1f} |") in page
+  assert "| denoise-goru-t400 | 0.0229 | 0.021 |" in page
+  goru = next(line for line in page.splitlines() if line.startswith("| denoise-goru-t400 "))
+  assert goru.endswith("| — | — |")
+
+
+def test_the_normal_minimum_is_the_mean_smallest_of_n_draws():
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  draws = np.random.default_rng(0).standard_normal((4000, 100)).min(axis=1)
+  # 4,000 minima of sd about 0.43: their mean to 3 standard errors (0.02), plus the
+  # approximation's own error near n = 100 (about 0.01)
+  assert -draws.mean() == pytest.approx(dm.normal_minimum(100), abs=0.04)
+  assert dm.normal_minimum(10000) > dm.normal_minimum(100) > dm.normal_minimum(2) > 0

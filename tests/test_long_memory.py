@@ -141,6 +141,9 @@ def test_the_batch_minimum_is_the_smallest_batch_mean_of_the_squared_errors(tmp_
   # about T n eps32 relative, far inside 1e-4
   assert got["loss"] == pytest.approx(sq.mean(), rel=1e-4)
   assert got["min"] == pytest.approx(means.min(), rel=1e-4)
+  # each batch mean within 1e-4 of the loss (above): their spread within twice that
+  assert got["std"] == pytest.approx(means.std(ddof=1), abs=2e-4 * sq.mean())
+  assert diagnostics.cell("batch_minimum", got).endswith("(20 sequences, batches of 5)")
   assert got["min"] < got["loss"]  # four different batches: one is below their mean
   with pytest.raises(ValueError, match="multiple of batch"):
     diagnostics.batch_minimum(runner.row_dir(table, row, work, 0), size=20, batch=3)

@@ -55,10 +55,11 @@ DESCRIPTIONS = {
                         "(1 for every one of an orthogonal matrix; a spectral margin m bounds "
                         "them to [1 - m, 1 + m])"),
     "batch_minimum": ("'one batch's minimum' is, at the best validation step, the loss of "
-                      "10,000 validation sequences (the size of NC-GRU Sec. 4.3's evaluation "
-                      "set) and, after the arrow, the smallest loss of one of its consecutive "
-                      "batches of 50 (their batch): what a minimum over single-batch "
-                      "evaluations would read of the same model"),
+                      "the validation sequences named in the cell (10,000 by default, the "
+                      "size of NC-GRU Sec. 4.3's evaluation set) and, after the arrow, the "
+                      "smallest loss of one of its consecutive batches (of the paper's batch "
+                      "size, also in the cell): what a minimum over single-batch evaluations "
+                      "would read of the same model"),
 }
 
 #: The column heading of each measurement.
@@ -170,9 +171,10 @@ SMOKE_BATCH_MINIMUM = (20, 5)
 
 def batch_minimum(run_dir: str, *, size: int = 10000, batch: int = 50,
                   smoke: bool = False) -> Optional[dict]:
-  """``{"size", "batch", "loss", "min"}``: the task loss of ``size`` validation sequences at
-  the run's best validation variables (the mean over its batches) and the smallest loss of
-  one batch of ``batch`` consecutive sequences."""
+  """``{"size", "batch", "loss", "min", "std"}``: the task loss of ``size`` validation
+  sequences at the run's best validation variables (the mean over its batches), the smallest
+  loss of one batch of ``batch`` consecutive sequences and the sample standard deviation of
+  the batches' losses."""
   run = _best_run(run_dir)
   if run is None:
     return None
@@ -189,7 +191,7 @@ def batch_minimum(run_dir: str, *, size: int = 10000, batch: int = 50,
   losses = np.asarray([float(loss(jax.tree_util.tree_map(lambda a, i=i: a[i:i + batch], split)))
                        for i in range(0, size, batch)])
   return {"size": size, "batch": batch, "loss": float(losses.mean()),
-          "min": float(losses.min())}
+          "min": float(losses.min()), "std": float(losses.std(ddof=1))}
 
 
 def last_states(cell: Any, params: Any, x, chunk: int = 256):
@@ -264,7 +266,8 @@ def cell(name: str, value: Any) -> str:
   if name == "target_reached":
     return "not reached" if value["step"] is None else str(value["step"])
   if name == "batch_minimum":
-    return f"{value['loss']:.3g} -> {value['min']:.3g}"
+    return (f"{value['loss']:.3g} -> {value['min']:.3g} ({value['size']:,} sequences, "
+            f"batches of {value['batch']})")
   if name == "singular_values":
     return f"{value['min']:.3g} / {value['mean']:.3g} / {value['max']:.3g}"
   if name == "memory_probe":

@@ -506,8 +506,9 @@ def diagnostics_lines(table: Table, workdir: str, archive: Optional[dict] = None
     return []
   lines = ["", "## Diagnostics", "",
            "Measured by the runner after training (`experiments/reproduce/diagnostics.py`), "
-           "blank where a row does not name the measurement or its seed has no best "
-           "validation step. " + "; ".join(diagnostics.DESCRIPTIONS[n] for n in names) + ".",
+           "blank where a row does not name the measurement or its seed was not measured "
+           "(no best validation step, or a record from before the row named it). "
+           + "; ".join(diagnostics.DESCRIPTIONS[n] for n in names) + ".",
            "", "| row | seed | steps | " + " | ".join(diagnostics.HEADINGS[n] for n in names)
            + " |", "|---|---|---|" + "---|" * len(names)]
   for row in table.rows:
