@@ -155,7 +155,7 @@ def _one_batch(s: dict) -> tuple[str, str]:
   measured seed) as a multiple of the paper's value, and how many of its batches' standard
   deviations the paper's value lies below their mean; dashes where no seed was measured."""
   measured = [r["diagnostics"]["batch_minimum"] for _, r in sorted(s["seeds"].items())
-              if (r.get("diagnostics") or {}).get("batch_minimum", {}).get("std")]
+              if ((r.get("diagnostics") or {}).get("batch_minimum") or {}).get("std")]
   if not measured:
     return "—", "—"
   m = measured[0]

@@ -80,7 +80,8 @@ def test_the_one_batch_minimum_of_a_trained_row_is_read_from_its_record(tmp_path
           "steps": 10000, "metrics": {"min_train_loss": 0.0119},
           "diagnostics": {"batch_minimum": measured}}}},
       "denoise-goru-t400": {"seeds": {"0": {"steps": 10000,
-                                            "metrics": {"min_train_loss": 0.021}}}}}})
+                                            "metrics": {"min_train_loss": 0.021},
+                                            "diagnostics": {"batch_minimum": None}}}}}})
   monkeypatch.setattr(dm, "TABLE_RECORDS", str(path))
   page = dm.page([])
   assert (f"| 0.0106 of 100 batches of 128 ({0.0106 / 0.00878:.3f}) | "
