@@ -56,6 +56,56 @@ def test_ncgru_step_matches_eq19(orthogonal_reset, orthogonal_param):
     np.testing.assert_allclose(out[i], want, **tol.F32)
 
 
+def _released_params(orthogonal_reset, n, d):
+  cell = cells.NCGRUCell(n, orthogonal_reset=orthogonal_reset, init_scheme="released",
+                         input_features=d)
+  return cell.init(jax.random.key(3), jnp.zeros((1, n)), jnp.zeros((1, d)))["params"]
+
+
+def _assert_uniform(w, limit):
+  """Draws of U(-limit, limit): inside it, and spread as it (the sample std of k uniform
+  draws has relative sd sqrt(0.8 / (4 k)); 0.1 is over 6 of them for k >= 1,000)."""
+  w = np.ravel(w)
+  assert np.abs(w).max() <= limit
+  assert abs(w.std() / (limit / math.sqrt(3)) - 1) < 0.1
+
+
+@pytest.mark.parametrize("orthogonal_reset", [False, True])
+def test_ncgru_released_init_follows_the_authors_cell(orthogonal_reset):
+  n, d = 128, 40
+  p = _released_params(orthogonal_reset, n, d)
+  k = _np(p["input"]["kernel"])  # (d, 3n): [W_r | W_u | W_c]
+  gate_fan_in = d if orthogonal_reset else d + n
+  _assert_uniform(k[:, :2 * n], math.sqrt(6 / gate_fan_in))
+  # He-normal (truncated at 2 sd, rescaled): sd sqrt(2 / d); relative sd of the sample sd of
+  # k = 5,120 draws about 1 / sqrt(2 k) = 0.01, so 0.06 is 6 of them
+  assert abs(k[:, 2 * n:].std() / math.sqrt(2 / d) - 1) < 0.06
+  _assert_uniform(p["recurrent_u"], math.sqrt(6 / (n if orthogonal_reset else d + n)))
+  assert ("recurrent_r" in p) != orthogonal_reset
+  if not orthogonal_reset:
+    _assert_uniform(p["recurrent_r"], math.sqrt(6 / (d + n)))
+  # modReLU bias U(-0.1, 0.1): the library's own is U(-0.01, 0.01)
+  assert 0.05 < np.abs(_np(p["bias_c"])).max() <= 0.1
+  biases = np.concatenate([_np(p["bias_r"]), _np(p["bias_u"])])
+  if orthogonal_reset:  # N(0, 1): relative sd of the sample sd of 256 draws 0.044; 6 of them
+    assert abs(biases.std() - 1) < 0.27
+  else:
+    np.testing.assert_array_equal(biases, 0.0)
+
+
+def test_ncgru_released_init_needs_the_input_size():
+  n, d = 8, 5
+  with pytest.raises(ValueError, match="'input_features' must be the input size d"):
+    cells.NCGRUCell(n, init_scheme="released").init(
+        jax.random.key(0), jnp.zeros((1, n)), jnp.zeros((1, d)))
+  with pytest.raises(ValueError, match="'input_features' is 4 but the inputs have 5"):
+    cells.NCGRUCell(n, init_scheme="released", input_features=4).init(
+        jax.random.key(0), jnp.zeros((1, n)), jnp.zeros((1, d)))
+  with pytest.raises(ValueError, match="argument 'init_scheme' must be one of"):
+    cells.NCGRUCell(n, init_scheme="keras").init(
+        jax.random.key(0), jnp.zeros((1, n)), jnp.zeros((1, d)))
+
+
 # -------------------------------------------------------------- AntisymmetricRNN
 
 

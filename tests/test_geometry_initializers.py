@@ -171,3 +171,19 @@ def test_centered_over_units_removes_each_rows_mean():
   assert g.centered_over_units(base)(KEY, (2, 4), jnp.bfloat16).dtype == jnp.bfloat16
   with pytest.raises(ValueError, match="centered_over_units.*at least one axis"):
     g.centered_over_units(base)(KEY, ())
+
+
+def test_column_blocks_draws_each_block_with_its_own_initialiser():
+  w = np.asarray(g.column_blocks(nn.initializers.zeros_init(), nn.initializers.ones_init(),
+                                 nn.initializers.lecun_normal())(KEY, (5, 12)))
+  np.testing.assert_array_equal(w[:, :4], 0.0)
+  np.testing.assert_array_equal(w[:, 4:8], 1.0)
+  # lecun_normal sees its block's own (5, 4): the fan-in 5 of every block, not of (5, 12)
+  third = np.asarray(nn.initializers.lecun_normal()(jax.random.split(KEY, 3)[2], (5, 4)))
+  np.testing.assert_array_equal(w[:, 8:], third)
+  assert g.column_blocks(nn.initializers.ones_init())(KEY, (2, 3), jnp.bfloat16).dtype == \
+      jnp.bfloat16
+  with pytest.raises(ValueError, match="column_blocks: argument 'shape' must be a last axis"):
+    g.column_blocks(nn.initializers.ones_init(), nn.initializers.ones_init())(KEY, (2, 3))
+  with pytest.raises(ValueError, match="at least one initialiser"):
+    g.column_blocks()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Union
 
+import math
+
 import jax
 import jax.numpy as jnp
 from flax import linen as nn
@@ -15,6 +17,65 @@ from lvf_jax.cells.orthogonal import ORTHOGONAL_PARAMS, mapped_initializer, skew
     triu_param_init
 
 Array = jax.Array
+
+#: Initialisation schemes of :class:`NCGRUCell`: this library's, or the one of the authors'
+#: released cell (:func:`released_initializers`).
+INIT_SCHEMES = ("lvf_jax", "released")
+
+
+def released_initializers(n: int, input_features: Optional[int],
+                          orthogonal_reset: bool) -> dict[str, base.Initializer]:
+  """The initialisers of the NC-GRU authors' released TensorFlow cell (Mucllari et al.
+  2022, arXiv:2208.06496; ``denoise_task/NCGRU.py`` of github.com/emucllari1/NC-GRU), for
+  ``NCGRUCell``'s parameters; ``U_c`` (and ``U_r``) keep the Cayley initialisation both
+  share.
+
+  With one orthogonal kernel, the gates' kernel over ``[x; h]`` is He-uniform with fan-in
+  ``d + n``: ``W_r, W_u, U_r, U_u ~ U(+-sqrt(6 / (d + n)))``, gate biases zero. With two
+  (``orthogonal_reset``), ``W_r, W_u ~ U(+-sqrt(6 / d))``, ``U_u ~ U(+-sqrt(6 / n))``, gate
+  biases ``N(0, 1)``. Both: the candidate's input kernel ``W_c`` He-normal (truncated,
+  standard deviation ``sqrt(2 / d)``), the modReLU bias ``U(+-0.1)``.
+
+  Args:
+    n: hidden size.
+    input_features: ``d``; needed with one orthogonal kernel (the recurrent gate kernels'
+      fan-in counts it), checked against the input kernel's first axis when drawn.
+    orthogonal_reset: whether ``U_r`` is orthogonal too.
+
+  Returns:
+    ``{'kernel', 'recurrent', 'gate_bias', 'modrelu_bias'}``: the input kernel ``(d, 3n)``
+    (blocks ``[W_r | W_u | W_c]``), the free recurrent gate kernels, the gate biases, the
+    modReLU bias.
+  """
+  if orthogonal_reset:
+    gate_input = nn.initializers.he_uniform()
+    recurrent = nn.initializers.he_uniform()
+    gate_bias = nn.initializers.normal(1.0)
+  else:
+    d = _validation.check_optional_int("NCGRUCell", "input_features", input_features)
+    if d is None:
+      _validation.fail("NCGRUCell", "input_features", input_features,
+                       "the input size d (an int >= 1) with init_scheme='released' and one "
+                       "orthogonal kernel (the gate kernel's fan-in is d + n)")
+    limit = math.sqrt(6.0 / (d + n))
+    gate_input = _checked_rows(base.symmetric_uniform(limit), d)
+    recurrent = base.symmetric_uniform(limit)
+    gate_bias = nn.initializers.zeros_init()
+  kernel = geometry.column_blocks(gate_input, gate_input, nn.initializers.he_normal())
+  return {"kernel": kernel, "recurrent": recurrent, "gate_bias": gate_bias,
+          "modrelu_bias": base.symmetric_uniform(0.1)}
+
+
+def _checked_rows(init: base.Initializer, d: int) -> base.Initializer:
+  """``init`` for a kernel whose first axis must be ``d`` (the declared input size)."""
+
+  def checked(key, shape, dtype=jnp.float32):
+    if int(shape[0]) != d:
+      raise ValueError(f"NCGRUCell: argument 'input_features' is {d} but the inputs have "
+                       f"{int(shape[0])} features; set it to the input size.")
+    return init(key, shape, dtype)
+
+  return checked
 
 
 class NCGRUCell(base.StructuredCell):
@@ -46,6 +107,11 @@ class NCGRUCell(base.StructuredCell):
     orthogonal_param: ``'skew'`` | ``'matrix'``.
     orthogonal_init: skew init ``'cayley'`` | ``'henaff'`` | ``'random'`` | callable.
     kernel_init: input kernel init; recurrent_kernel_init: init of the free ``U_u``, ``U_r``.
+    init_scheme: ``'lvf_jax'`` (the fields above) | ``'released'``: the authors' released
+      cell's initialisers (:func:`released_initializers`), in place of ``kernel_init``,
+      ``recurrent_kernel_init``, ``bias_init`` and ``modrelu_bias_init``.
+    input_features: the input size ``d``, which ``'released'`` with one orthogonal kernel
+      needs (its gate kernels' fan-in is ``d + n``); unused otherwise.
   """
 
   rho: Optional[int] = None
@@ -56,6 +122,8 @@ class NCGRUCell(base.StructuredCell):
   recurrent_kernel_init: base.Initializer = nn.initializers.orthogonal()
   bias_init: base.Initializer = nn.initializers.zeros_init()
   modrelu_bias_init: base.Initializer = base.symmetric_uniform(0.01)
+  init_scheme: str = "lvf_jax"
+  input_features: Optional[int] = None
 
   @property
   def rho_value(self) -> int:
@@ -66,6 +134,7 @@ class NCGRUCell(base.StructuredCell):
     n = _validation.check_features(name, self.features)
     rho = self.rho_value
     _validation.check_choice(name, "orthogonal_param", self.orthogonal_param, ORTHOGONAL_PARAMS)
+    inits = self._initializers(n)
     skew_init = skew_initializer(name, self.orthogonal_init)
     pd = self.param_dtype
     suffixes = ("c", "r") if self.orthogonal_reset else ("c",)
@@ -78,13 +147,21 @@ class NCGRUCell(base.StructuredCell):
         orth[s] = self.param(f"skew_{s}", triu_param_init(skew_init), (n, n), pd)
     self.orth = orth
     if not self.orthogonal_reset:
-      self.recurrent_r = self.param("recurrent_r", self.recurrent_kernel_init, (n, n), pd)
-    self.recurrent_u = self.param("recurrent_u", self.recurrent_kernel_init, (n, n), pd)
-    self.bias_r = self.param("bias_r", self.bias_init, (n,), pd)
-    self.bias_u = self.param("bias_u", self.bias_init, (n,), pd)
-    self.bias_c = self.param("bias_c", self.modrelu_bias_init, (n,), pd)
-    self.input = base.InputProjection(3 * n, use_bias=False, kernel_init=self.kernel_init,
+      self.recurrent_r = self.param("recurrent_r", inits["recurrent"], (n, n), pd)
+    self.recurrent_u = self.param("recurrent_u", inits["recurrent"], (n, n), pd)
+    self.bias_r = self.param("bias_r", inits["gate_bias"], (n,), pd)
+    self.bias_u = self.param("bias_u", inits["gate_bias"], (n,), pd)
+    self.bias_c = self.param("bias_c", inits["modrelu_bias"], (n,), pd)
+    self.input = base.InputProjection(3 * n, use_bias=False, kernel_init=inits["kernel"],
                                       param_dtype=pd, owner=name)
+
+  def _initializers(self, n: int) -> dict[str, base.Initializer]:
+    """The initialisers of ``init_scheme`` (keys of :func:`released_initializers`)."""
+    _validation.check_choice(type(self).__name__, "init_scheme", self.init_scheme, INIT_SCHEMES)
+    if self.init_scheme == "released":
+      return released_initializers(n, self.input_features, self.orthogonal_reset)
+    return {"kernel": self.kernel_init, "recurrent": self.recurrent_kernel_init,
+            "gate_bias": self.bias_init, "modrelu_bias": self.modrelu_bias_init}
 
   def orthogonal_matrix(self, suffix: str) -> Array:
     """``U_c`` or ``U_r`` in column form."""

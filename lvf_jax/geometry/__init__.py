@@ -35,6 +35,7 @@ from lvf_jax.geometry.generators import (
 from lvf_jax.geometry.initializers import (
     cayley_init,
     centered_over_units,
+    column_blocks,
     doubly_stochastic,
     haar_orthogonal,
     haar_skew,
@@ -97,7 +98,8 @@ from lvf_jax.geometry.unitary import (
 __all__ = [
     "EXPM_METHODS", "INTEGRATORS", "NEUMANN_ORDERS", "NeumannStep", "antisymmetric_diffusion",
     "antisymmetrize", "cayley", "cayley_init", "cayley_inverse", "centered_over_units",
-    "complex_dtype", "complex_from_pair", "complex_to_real_kernel", "directional_derivative", "div",
+    "column_blocks", "complex_dtype", "complex_from_pair", "complex_to_real_kernel",
+    "directional_derivative", "div",
     "divergence", "doubly_stochastic", "euler", "EUNNRotations", "eunn_apply", "eunn_fft_matrix",
     "eunn_layer", "eunn_matrix", "eunn_rotations",
     "expm", "expm_taylor", "exponential", "fft_pairs", "flux", "get_integrator", "givens_pairs",

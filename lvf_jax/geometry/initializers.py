@@ -279,3 +279,28 @@ def scaled_normal(sigma: float = 1.0, fan_axis: int = 0) -> Initializer:
     return jax.random.normal(key, shape, dtype) * (sigma / math.sqrt(shape[fan_axis]))
 
   return init
+
+
+def column_blocks(*inits: Initializer) -> Initializer:
+  """Each of ``len(inits)`` equal blocks of the last axis drawn by its own initialiser.
+
+  For a fused row-form kernel ``(m, k n)`` whose column blocks are separate matrices, e.g.
+  a gated cell's input kernel ``[W_r | W_u | W_c]``: block ``i`` is ``inits[i](key_i, (..., n),
+  dtype)``, so a fan-in based initialiser sees the block's own shape.
+
+  Raises:
+    ValueError: when the last axis does not split into ``len(inits)`` equal blocks.
+  """
+  if not inits:
+    raise ValueError("column_blocks: needs at least one initialiser; got none.")
+
+  def init(key, shape, dtype=jnp.float32):
+    shape = _validation.check_init_shape("column_blocks", shape, square=False)
+    if not shape or shape[-1] % len(inits):
+      _validation.fail("column_blocks", "shape", shape,
+                       f"a last axis that splits into {len(inits)} equal blocks")
+    block = (*shape[:-1], shape[-1] // len(inits))
+    keys = jax.random.split(key, len(inits))
+    return jnp.concatenate([f(k, block, dtype) for f, k in zip(inits, keys)], axis=-1)
+
+  return init
