@@ -1,0 +1,79 @@
+"""experiments/ncgru_misses.py: each hypothesis for the NC-GRU misses judged from records."""
+
+import math
+
+import pytest
+
+from experiments import ncgru_misses as nm
+from experiments.denoise_metric import normal_minimum
+from experiments.reproduce import archive, rows
+
+COPY = rows.get("ncgru-t4").row("copy-ncgru-uc-t1000")
+PAPER = COPY.paper["val_loss"]
+
+
+def _record(value, metric="val_loss", steps=10000, batch_minimum=None):
+  r = {"seed": 0, "steps": steps, "metrics": {metric: value}}
+  if batch_minimum:
+    r["diagnostics"] = {"batch_minimum": batch_minimum}
+  return r
+
+
+def test_the_seeds_hypothesis_uses_the_scatter_of_a_difference_against_one_run():
+  # two seeds 0.014 and 0.016: relative std 0.001414 / 0.015; the difference's sd adds one run
+  recs = [_record(0.014), _record(0.016)]
+  rel = math.sqrt(2) * 0.001 / 0.015
+  sds = (0.015 - PAPER) / (rel * 0.015 * math.sqrt(1.5))
+  text = nm.h0_seeds(COPY, recs, math.nan, "")
+  assert f"lies {sds:.1f} std of the difference" in text
+  assert text.endswith("rejected" if sds > 2 else "can explain")
+  # one seed at a scatter that puts the paper within two sds, then one that does not
+  wide = nm.h0_seeds(COPY, [_record(0.01)], 0.5, "pooled")
+  assert wide.endswith("can explain") and "pooled" in wide
+  assert nm.h0_seeds(COPY, [_record(0.02)], 0.05, "task").endswith("rejected")
+  assert nm.h0_seeds(COPY, [_record(0.02)], math.nan, "").endswith("undecided")
+  assert nm.h0_seeds(COPY, [], 0.1, "") == "not run"
+
+
+@pytest.mark.parametrize("std, verdict", [(0.01, "can explain"), (0.0002, "rejected")])
+def test_the_evaluation_hypothesis_compares_with_the_smallest_of_the_runs_draws(std, verdict):
+  bm = {"batch": 50, "size": 10000, "loss": 0.0138, "min": 0.0133, "std": std}
+  text = nm.h1_evaluation(COPY, [_record(0.0138, batch_minimum=bm)])
+  assert f"lies {(0.0138 - PAPER) / std:.1f} batch std" in text
+  assert f"lies {normal_minimum(COPY.steps):.1f} below" in text
+  assert text.endswith(verdict)
+  assert nm.h1_evaluation(COPY, [_record(0.0138)]) == "not measured"
+
+
+def _pages(tmp_path, study_value, study_steps=10000):
+  archive.save(archive.path_for(str(tmp_path), "ncgru-t4"), {"rows": {
+      COPY.id: {"seeds": {"0": _record(0.015)}},
+      COPY.id + nm.RELEASED: {"seeds": {"0": _record(study_value, steps=study_steps)}}}})
+  return str(tmp_path)
+
+
+@pytest.mark.parametrize("value, expected", [
+    (0.009, "explains it"), (0.0146, "does not explain it")])
+def test_the_initialisation_hypothesis_reads_the_study_rows_verdict(tmp_path, value, expected):
+  pages_dir = _pages(tmp_path, value)
+  table = rows.get("ncgru-t4")
+  recs = nm.records("ncgru-t4", COPY.id, pages_dir)
+  text = nm.h2_initialisation(table, COPY, recs, pages_dir)
+  assert text.startswith(f"{value:.4g} ({value / PAPER:.3g} times the paper, "
+                         f"{100 * (value / 0.015 - 1):+.0f} % against the preset's 0.015")
+  assert text.endswith(expected)
+
+
+def test_a_partial_study_row_decides_nothing_and_the_page_has_every_row(tmp_path):
+  pages_dir = _pages(tmp_path, 0.009, study_steps=5000)
+  page = nm.page(pages_dir)
+  assert "partial (5000 of 10,000 steps): undecided" in page
+  for _, row_id in nm.MISSES:
+    assert f"| {row_id} |" in page
+  assert "| denoise-ncgru-ucur-t400 | 0.00774 | — (0) | not run | not run | not measured |" \
+      in page
+
+
+def test_the_committed_page_is_what_the_archives_give():
+  with open(nm.PAGE) as f:
+    assert f.read() == nm.page(), "stale: run python -m experiments.ncgru_misses"
