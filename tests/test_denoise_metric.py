@@ -74,7 +74,7 @@ def test_a_presets_run_is_set_beside_the_harness_records_of_its_config(tmp_path)
 def test_the_one_batch_minimum_of_a_trained_row_is_read_from_its_record(tmp_path, monkeypatch):
   from experiments.reproduce import archive  # pylint: disable=g-import-not-at-top
   path = tmp_path / "ncgru-t2.json"
-  measured = {"size": 12800, "batch": 128, "loss": 0.012, "min": 0.0106, "std": 0.0005}
+  measured = {"size": 6400, "batch": 128, "loss": 0.012, "min": 0.0106, "std": 0.0005}
   archive.save(str(path), {"rows": {
       "denoise-ncgru-uc-t400": {"seeds": {"0": {
           "steps": 10000, "metrics": {"min_train_loss": 0.0119},
@@ -84,7 +84,8 @@ def test_the_one_batch_minimum_of_a_trained_row_is_read_from_its_record(tmp_path
                                             "diagnostics": {"batch_minimum": None}}}}}})
   monkeypatch.setattr(dm, "TABLE_RECORDS", str(path))
   page = dm.page([])
-  assert (f"| 0.0106 of 100 batches of 128 ({0.0106 / 0.00878:.3f}) | "
+  assert "variables on 6,400 validation sequences in batches of 128 and" in page
+  assert (f"| 0.0106 of 50 batches of 128 ({0.0106 / 0.00878:.3f}) | "
           f"{(0.012 - 0.00878) / 0.0005:.1f} |") in page
   assert "| denoise-goru-t400 | 0.0229 | 0.021 |" in page
   goru = next(line for line in page.splitlines() if line.startswith("| denoise-goru-t400 "))
