@@ -48,7 +48,7 @@ def test_the_evaluation_hypothesis_compares_with_the_smallest_of_the_runs_draws(
 def _pages(tmp_path, study_value, study_steps=10000):
   archive.save(archive.path_for(str(tmp_path), "ncgru-t4"), {"rows": {
       COPY.id: {"seeds": {"0": _record(0.015)}},
-      COPY.id + nm.RELEASED: {"seeds": {"0": _record(study_value, steps=study_steps)}}}})
+      COPY.id + nm.STUDIES[0]: {"seeds": {"0": _record(study_value, steps=study_steps)}}}})
   return str(tmp_path)
 
 
@@ -58,7 +58,7 @@ def test_the_initialisation_hypothesis_reads_the_study_rows_verdict(tmp_path, va
   pages_dir = _pages(tmp_path, value)
   table = rows.get("ncgru-t4")
   recs = nm.records("ncgru-t4", COPY.id, pages_dir)
-  text = nm.h2_initialisation(table, COPY, recs, pages_dir)
+  text = nm.study(table, COPY, recs, nm.STUDIES[0], pages_dir)
   assert text.startswith(f"{value:.4g} ({value / PAPER:.3g} times the paper, "
                          f"{100 * (value / 0.015 - 1):+.0f} % against the preset's 0.015")
   assert text.endswith(expected)
@@ -67,7 +67,8 @@ def test_the_initialisation_hypothesis_reads_the_study_rows_verdict(tmp_path, va
 def test_a_partial_study_row_decides_nothing_and_the_page_has_every_row(tmp_path):
   pages_dir = _pages(tmp_path, 0.009, study_steps=5000)
   page = nm.page(pages_dir)
-  assert "partial (5000 of 10,000 steps): undecided" in page
+  copy = next(line for line in page.splitlines() if line.startswith(f"| {COPY.id} |"))
+  assert copy.endswith("| partial (5000 of 10,000 steps): undecided | not run |")
   for _, row_id in nm.MISSES:
     assert f"| {row_id} |" in page
   assert "| denoise-ncgru-ucur-t400 | 0.00774 | — (0) | not run | not run | not measured |" \

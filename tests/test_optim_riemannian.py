@@ -273,6 +273,36 @@ def test_neumann_uses_the_actual_adam_step(x64):
     assert np.max(np.abs(delta - 1e-2 * (v.T - v))) > 1e-3  # Adam's step is not SGD's
 
 
+def test_neumann_sgd_series_is_the_released_codes_update_with_adam(x64):
+  """With ``sgd_series_lr`` the series takes lr * (V^T - V) while Adam moves A (the authors'
+  released ``makeW``), transcribed in NumPy from the states' A: W leaves the orthogonal group
+  between exact resets and returns to it at each."""
+  lr, every = 1e-2, 4
+  tx = optim.neumann_cayley(optax.adam(lr), RHO, order=2, reset_every=every, threshold=1.0,
+                            sgd_series_lr=lr)
+  p = w0(dtype=jnp.float64)
+  s = standard(tx.init)(p)
+  update = jax.jit(standard(tx.update))
+  d, eye = np_d(N, RHO), np.eye(N)
+  inv, w, drift = np.asarray(s.inverse), np.asarray(p), []
+  for k in range(1, 9):
+    gmat = np.asarray(jax.random.normal(jax.random.key(k), p.shape, p.dtype))
+    u, s = update(jnp.asarray(gmat), s, p)
+    p = p + u
+    a = np.asarray(s.skew)
+    v = inv.T @ gmat @ (d + w.T)
+    x = inv @ (lr * (v.T - v))
+    inv = np.linalg.inv(eye + a) if k % every == 0 else (eye + x + x @ x) @ inv
+    w = inv @ (eye - a) @ d
+    # a chain of k updates of a few N-term float64 products
+    np.testing.assert_allclose(np.asarray(p), w, atol=tol.F64["atol"])
+    drift.append(np.linalg.norm(w.T @ w - eye, 2))
+  assert drift[every - 1] < tol.F64["atol"] and drift[-1] < tol.F64["atol"]  # exact resets
+  assert min(drift[:every - 1]) > 1e-3  # Adam's step is not the series': W is not orthogonal
+  with pytest.raises(ValueError, match="neumann_cayley: argument 'sgd_series_lr'"):
+    optim.neumann_cayley(optax.adam(lr), RHO, sgd_series_lr=-1.0)
+
+
 def test_neumann_error_decreases_with_order(x64):
   """Without resets, on the same gradient sequence, the inverse error ordering is
   order 1 > order 2 > order 3 (the remainder is O(||X||^{order+1}))."""

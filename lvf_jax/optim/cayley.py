@@ -119,7 +119,8 @@ def _neumann_leaf(a_new: Array, inv: Array, delta: Array, order: Any, force: Arr
 
 
 def _cayley_transform(fn: str, inner: Any, rho: Any, *, neumann: bool, order: Any = 2,
-                      reset_every: Any = None, threshold: Any = 0.5
+                      reset_every: Any = None, threshold: Any = 0.5,
+                      sgd_series_lr: Optional[float] = None
                       ) -> optax.GradientTransformationExtraArgs:
   inner = _common.check_transformation(fn, "inner", inner)
   _validation.check_concrete_int(fn, "rho", rho, minimum=0)
@@ -130,7 +131,9 @@ def _cayley_transform(fn: str, inner: Any, rho: Any, *, neumann: bool, order: An
         _validation.fail(fn, "order", order, f"one of {geometry.NEUMANN_ORDERS}")
     _validation.check_concrete_int(fn, "reset_every", reset_every, minimum=0, allow_none=True)
     _validation.check_in_range(fn, "threshold", threshold, 0, 1)
-  neumann_args = (order, reset_every, threshold) if neumann else None
+    if sgd_series_lr is not None:
+      _validation.check_positive_number(fn, "sgd_series_lr", sgd_series_lr)
+  neumann_args = (order, reset_every, threshold, sgd_series_lr) if neumann else None
 
   def init_fn(params):
     return _cayley_init(fn, inner, rho, neumann, params)
@@ -158,8 +161,8 @@ def _cayley_init(fn: str, inner, rho, neumann: bool, params):
 
 
 def _cayley_update(fn: str, inner, rho, neumann_args, updates, state, params, extra_args):
-  """One update of every leaf; ``neumann_args`` ``(order, reset_every, threshold)`` for
-  the Neumann-Cayley update, None for scoRNN's exact inverse."""
+  """One update of every leaf; ``neumann_args`` ``(order, reset_every, threshold,
+  sgd_series_lr)`` for the Neumann-Cayley update, None for scoRNN's exact inverse."""
   _common.require_params(fn, params)
   w_shard = _common.check_square_leaves(fn, params)
   _common.check_same_structure(fn, ("updates", "params"), updates, params)
@@ -175,9 +178,10 @@ def _cayley_update(fn: str, inner, rho, neumann_args, updates, state, params, ex
   steps, inner_state = inner.update(
       treedef.unflatten(grads), state.inner_state, state.skew, **extra_args)
   force = None if neumann_args is None else _common.every_k(state.count, neumann_args[1])
-  leaves = [_cayley_leaf(w, a, inv, gather(u), d, ref, neumann_args, force)
-            for w, a, inv, u, d, ref in zip(w_leaves, a_leaves, inv_leaves,
-                                            treedef.flatten_up_to(steps), diags, w_shard)]
+  leaves = [_cayley_leaf(w, a, inv, gather(u), gather(g), d, ref, neumann_args, force)
+            for w, a, inv, u, g, d, ref in zip(w_leaves, a_leaves, inv_leaves,
+                                               treedef.flatten_up_to(steps), grads, diags,
+                                               w_shard)]
   width = 3 if neumann_args is None else 6  # the fields of _cayley_leaf, for any leaf count
   fields = [treedef.unflatten([leaf[i] for leaf in leaves]) for i in range(width)]
   updates, skew, inverse = fields[:3]
@@ -191,17 +195,18 @@ def _cayley_update(fn: str, inner, rho, neumann_args, updates, state, params, ex
                                      jax.tree.map(add, state.num_invalid, invalids))
 
 
-def _cayley_leaf(w, a, inv, u, d, ref, neumann_args, force):
+def _cayley_leaf(w, a, inv, u, g, d, ref, neumann_args, force):
   """``(update, A_new, inverse_new[, norm, reset, invalid])`` of one matrix: ``A_new = A +
-  skew(u)``, its inverse ``(I + A_new)^{-1}`` exactly or by the Neumann update, and the
-  parameter update ``W_new - W``."""
+  skew(u)``, its inverse ``(I + A_new)^{-1}`` exactly or by the Neumann update (of the
+  step taken, or of ``sgd_series_lr * g`` for the skew gradient ``g``), and the parameter
+  update ``W_new - W``."""
   a_next = a + _common.skew_part(u.astype(a.dtype))
   extra = ()
   if neumann_args is None:
     inv_next = geometry.cayley_inverse(a_next)
   else:
-    order, _, threshold = neumann_args
-    delta = a - a_next  # the actual step dA (A_new = A - dA), whatever `inner` is
+    order, _, threshold, sgd_lr = neumann_args
+    delta = a - a_next if sgd_lr is None else (sgd_lr * g).astype(a.dtype)
     inv_next, norm, reset, invalid = _neumann_leaf(a_next, inv, delta, order, force,
                                                    threshold)
     extra = (norm, reset.astype(jnp.int32), invalid.astype(jnp.int32))
@@ -243,7 +248,8 @@ def scornn(inner: optax.GradientTransformation, rho: int
 
 
 def neumann_cayley(inner: optax.GradientTransformation, rho: int, *, order: int = 2,
-                   reset_every: Optional[int] = 100, threshold: float = 0.5
+                   reset_every: Optional[int] = 100, threshold: float = 0.5,
+                   sgd_series_lr: Optional[float] = None
                    ) -> optax.GradientTransformationExtraArgs:
   r"""NC-GRU's Neumann-Cayley update of orthogonal matrices (Mucllari et al., Alg. 1).
 
@@ -268,9 +274,16 @@ def neumann_cayley(inner: optax.GradientTransformation, rho: int, *, order: int 
     reset_every: exact inverse every this many updates (``None`` or 0: only on the
       validity check). The paper resets every epoch or every 20-100 iterations.
     threshold: reset when ``||Ainv dA||_F >= threshold``, in ``(0, 1]``.
+    sgd_series_lr: None (default): the series takes the step ``inner`` took. A rate: it
+      takes ``dA = sgd_series_lr * dL/dA``, the plain SGD step the NC-GRU authors' released
+      code (github.com/emucllari1/NC-GRU, ``utils.makeW``) feeds it while its Adam moves
+      ``A`` by another step; the inverse is then not that of ``I + A_new`` and
+      ``W_new = Ainv_new (I - A_new) D`` is not orthogonal until the next exact reset. Not
+      Alg. 1 (whose ``dA`` is the optimiser's step): a model of that code.
 
   Returns:
     An ``optax.GradientTransformationExtraArgs`` with state :class:`NeumannCayleyState`.
   """
   return _cayley_transform("neumann_cayley", inner, rho, neumann=True, order=order,
-                           reset_every=reset_every, threshold=threshold)
+                           reset_every=reset_every, threshold=threshold,
+                           sgd_series_lr=sgd_series_lr)

@@ -17,6 +17,8 @@ OPTIMIZERS = ("rmsprop", "adam", "sgd", "adagrad")
 ORTHOGONAL_METHODS = ("trivialization", "scornn", "neumann_cayley", "multiplicative")
 SCHEDULES = ("constant", "step", "cosine")
 UNITARY_GRADIENTS = ("raw", "rms")
+#: The steps the Neumann series of ``'neumann_cayley'`` can take (``neumann_step``).
+NEUMANN_STEPS = ("actual", "sgd")
 
 #: Fields of the ``make_optimizer`` config and their defaults (see :func:`make_optimizer`).
 DEFAULTS: dict[str, Any] = {
@@ -31,6 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "neumann_order": 2,
     "reset_every": 100,
     "neumann_threshold": 0.5,
+    "neumann_step": "actual",
     "reorthonormalize_every": 100,
     "unitary_gradient": "raw",
     "clip_norm": None,
@@ -185,6 +188,10 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
     reset_every: exact inverse every this many updates (Neumann; default 100; 0 = only
       when the validity check fails).
     neumann_threshold: validity threshold on ``||Ainv dA||_F`` in (0, 1] (default 0.5).
+    neumann_step: the step the Neumann series takes: ``'actual'`` (default; Alg. 1) or
+      ``'sgd'``, ``lr_orth * dL/dA`` as the NC-GRU authors' released code
+      (:func:`neumann_cayley`'s ``sgd_series_lr``; ``W`` then leaves the orthogonal group
+      between exact resets).
     reorthonormalize_every: polar projection period of ``'multiplicative'`` and of the
       ``'unitary'`` group (default 100; 0 = never).
     unitary_gradient: the gradient the ``'unitary'`` group's Cayley step takes: ``'raw'``
@@ -242,8 +249,11 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
     if method == "scornn":
       orth = scornn(orth_inner, rho)
     else:
+      sgd = _validation.check_choice(fn, "neumann_step", c["neumann_step"],
+                                     NEUMANN_STEPS) == "sgd"
       orth = neumann_cayley(orth_inner, rho, order=c["neumann_order"],
-                            reset_every=c["reset_every"], threshold=c["neumann_threshold"])
+                            reset_every=c["reset_every"], threshold=c["neumann_threshold"],
+                            sgd_series_lr=lr_orth if sgd else None)
   unitary = multiplicative_cayley(sched_orth, reorthonormalize_every=every, unitary=True)
   if _validation.check_choice(fn, "unitary_gradient", c["unitary_gradient"],
                               UNITARY_GRADIENTS) == "rms":
