@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Union
-
 import math
+from typing import Any, Callable, Optional, Union
 
 import jax
 import jax.numpy as jnp
