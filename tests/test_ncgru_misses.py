@@ -20,13 +20,17 @@ def _record(value, metric="val_loss", steps=10000, batch_minimum=None):
 
 
 def test_the_seeds_hypothesis_uses_the_scatter_of_a_difference_against_one_run():
-  # two seeds 0.014 and 0.016: relative std 0.001414 / 0.015; the difference's sd adds one run
-  recs = [_record(0.014), _record(0.016)]
-  rel = math.sqrt(2) * 0.001 / 0.015
-  sds = (0.015 - PAPER) / (rel * 0.015 * math.sqrt(1.5))
-  text = nm.h0_seeds(COPY, recs, math.nan, "")
-  assert f"lies {sds:.1f} std of the difference" in text
+  # three seeds: their own scatter; the difference's sd adds one run of the paper's
+  recs = [_record(0.014), _record(0.016), _record(0.018)]
+  rel = 0.002 / 0.016
+  sds = (0.016 - PAPER) / (rel * 0.016 * math.sqrt(1 + 1 / 3))
+  text = nm.h0_seeds(COPY, recs, 0.5, "task")
+  assert f"lies {sds:.1f} std of the difference" in text and "its 3 seeds" in text
   assert text.endswith("rejected" if sds > 2 else "can explain")
+  # two seeds stand at the task's scatter where one is measured, else at their own
+  two = [_record(0.014), _record(0.016)]
+  assert "seed scatter 50.0 %, task" in nm.h0_seeds(COPY, two, 0.5, "task")
+  assert "its 2 seeds" in nm.h0_seeds(COPY, two, math.nan, "")
   # one seed at a scatter that puts the paper within two sds, then one that does not
   wide = nm.h0_seeds(COPY, [_record(0.01)], 0.5, "pooled")
   assert wide.endswith("can explain") and "pooled" in wide
