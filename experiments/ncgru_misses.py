@@ -61,6 +61,9 @@ SETTINGS = (
     ("Neumann series' step dA", "optimizer_A's step (eq 18, Alg. 1)", "A_lr (V^T - V), the "
      "step of plain SGD, while Adam updates A (`utils.makeW`); exact inverse every 49 steps",
      "the step Adam took; exact every `reset_every` (denoise 50, copy 20) steps"),
+    ("NC-GRU(U_c, U_r)'s two updates", "Alg. 1 for each of A_c, A_r", "both A_c and A_r "
+     "stepped from `grads[-1]`, the gradient of U_r; U_r's series starts from U_c's inverse",
+     "each from its own gradient and inverse (not modelled: no study row)"),
 )
 
 
