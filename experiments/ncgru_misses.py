@@ -115,26 +115,33 @@ def h1_evaluation(row: rows.Row, recs: list) -> str:
           f"lies {bound:.1f} below: {reach}")
 
 
-def study(table: rows.Table, row: rows.Row, recs: list, suffix: str,
+def study(table: rows.Table, row: rows.Row, recs: list, suffix: str, scatter: float = math.nan,
           pages_dir: str = runner.PAGES) -> str:
   """The study row ``row.id + suffix`` against the preset and the paper: it explains the
-  miss when its own verdict meets or beats the paper."""
+  miss when its own verdict meets or beats the paper. Its change from the preset is given in
+  standard deviations of the difference of two means, ``s sqrt(1 / k1 + 1 / k2)`` at the
+  task's relative seed ``scatter`` ``s`` (left out where none is measured)."""
   study_id = row.id + suffix
   if study_id not in {r.id for r in table.rows}:
     return "no study row"
-  study = table.row(study_id)
+  study_row = table.row(study_id)
   srecs = records(table.id, study_id, pages_dir)
   metric, paper = _metric(row), row.paper[_metric(row)]
   values = verdict_lib.finite_values(srecs, metric)
   if not values:
     return "not run"
-  if not runner.complete(study, srecs):
+  if not runner.complete(study_row, srecs):
     steps = ", ".join(str(r.get("steps")) for r in srecs)
-    return f"partial ({steps} of {study.steps:,} steps): undecided"
+    return f"partial ({steps} of {study_row.steps:,} steps): undecided"
   v, base = float(np.mean(values)), verdict_lib.finite_values(recs, metric)
-  category = runner.judge_row(study, srecs).category
-  change = (f", {100 * (v / float(np.mean(base)) - 1):+.0f} % against the preset's "
-            f"{float(np.mean(base)):.4g}" if base else "")
+  category = runner.judge_row(study_row, srecs).category
+  change = ""
+  if base:
+    b = float(np.mean(base))
+    change = f", {100 * (v / b - 1):+.0f} % against the preset's {b:.4g}"
+    if math.isfinite(scatter):
+      sd = scatter * b * math.sqrt(1 / len(values) + 1 / len(base))
+      change += f" ({(v - b) / sd:+.1f} sd of the difference at the seed scatter)"
   explains = "explains it" if category in ("meets", "beats") else "does not explain it"
   return f"{v:.4g} ({v / paper:.3g} times the paper{change}; {category}): {explains}"
 
@@ -159,7 +166,7 @@ def row_lines(pages_dir: str = runner.PAGES) -> list:
               "the synthetic tasks' pooled seed scatter of minimum losses")
     cells = (row_id, f"{row.paper[metric]:.4g}", ours, runner.judge_row(row, recs).category,
              h0_seeds(row, recs, scatter, source), h1_evaluation(row, recs),
-             *(study(table, row, recs, suffix, pages_dir) for suffix in STUDIES))
+             *(study(table, row, recs, suffix, scatter, pages_dir) for suffix in STUDIES))
     lines.append("| " + " | ".join(cells) + " |")
   return lines
 
