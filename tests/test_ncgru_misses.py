@@ -86,3 +86,17 @@ def test_a_partial_study_row_decides_nothing_and_the_page_has_every_row(tmp_path
 def test_the_committed_page_is_what_the_archives_give():
   with open(nm.PAGE) as f:
     assert f.read() == nm.page(), "stale: run python -m experiments.ncgru_misses"
+
+
+def test_the_summary_counts_each_hypothesis_findings():
+  cell = lambda *found: ("r", "p", "o", "v", *found)  # noqa: E731
+  cells = [cell("x: can explain", "x: rejected", "x: does not explain it", "no study row"),
+           cell("x: rejected", "not measured", "y: explains it", "not run")]
+  lines = nm.summary_lines(cells)
+  assert lines[0] == "- H0: seeds: can explain 1 of the 2 rows, rejected on 1, open (not run, " \
+      "partial or not measured) on 0."
+  assert lines[1].endswith("can explain 0 of the 2 rows, rejected on 1, open (not run, partial "
+                           "or not measured) on 1.")
+  assert "can explain 1 of the 2 rows, rejected on 1," in lines[2]
+  assert lines[3].endswith("rejected on 0, open (not run, partial or not measured) on 1, no "
+                           "study row for 1.")
