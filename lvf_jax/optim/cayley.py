@@ -13,7 +13,8 @@ One update, given ``G = dL/dW`` (whatever the preceding transforms produced):
 2. ``u = inner(dL/dA)``, ``A_new = A + u`` (the paper's ``dA = -u``; Alg. 1 lines 5-6);
 3. ``Ainv_new = (I + A_new)^{-1}``: exactly (:func:`scornn`) or by the truncated Neumann
    series ``sum_i (Ainv dA)^i Ainv`` (:func:`neumann_cayley`; NC-GRU eqs 16-18, Alg. 1
-   line 7) applied to the *actual* inner step ``dA = A - A_new``;
+   line 7) applied to the *actual* inner step ``dA = A - A_new`` (or, as a model of the
+   authors' released code, to ``sgd_series_lr * dL/dA``);
 4. ``W_new = Ainv_new (I - A_new) D`` (Alg. 1 line 8).
 
 The state keeps ``Ainv`` so scoRNN needs one LU inverse per update (not two).
