@@ -29,7 +29,7 @@ import numpy as np
 from experiments.batch_minima import (load_runs, save_runs, settings_lines, train_every_batch,
                                       window_minima, write_page)
 from experiments.parenthesis_metric import row_summaries
-from experiments.reproduce import provenance, rows, runner
+from experiments.reproduce import diagnostics, provenance, rows, runner
 from lvf_jax.train import config as config_lib
 
 RECORD = os.path.join(provenance.ROOT, "docs", "results", "denoise_metric.json")
@@ -153,8 +153,7 @@ def _one_batch(s: dict) -> tuple[str, str]:
   """The row's one-batch minimum at its best model (the runner's ``batch_minimum``, first
   measured seed) as a multiple of the paper's value, and how many of its batches' standard
   deviations the paper's value lies below their mean; dashes where no seed was measured."""
-  measured = [r["diagnostics"]["batch_minimum"] for _, r in sorted(s["seeds"].items())
-              if ((r.get("diagnostics") or {}).get("batch_minimum") or {}).get("std")]
+  measured = diagnostics.measured_batch_minima(r for _, r in sorted(s["seeds"].items()))
   if not measured:
     return "—", "—"
   m = measured[0]
@@ -166,10 +165,8 @@ def _measured_batches(summaries: list) -> str:
   """The validation sequences and batch the records' ``batch_minimum`` used (the first
   measured row's), in words; the rows' configured ones where none is recorded."""
   for s in summaries:
-    for r in s["seeds"].values():
-      m = (r.get("diagnostics") or {}).get("batch_minimum") or {}
-      if m.get("std"):
-        return f"{m['size']:,} validation sequences in batches of {m['batch']}"
+    for m in diagnostics.measured_batch_minima(s["seeds"].values()):
+      return f"{m['size']:,} validation sequences in batches of {m['batch']}"
   return "the validation sequences its row names, batch by batch"
 
 

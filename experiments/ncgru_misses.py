@@ -33,7 +33,8 @@ import numpy as np
 
 from experiments.batch_minima import settings_lines, write_page
 from experiments.denoise_metric import normal_minimum
-from experiments.reproduce import archive, claims, pages, presets, provenance, rows, runner
+from experiments.reproduce import (archive, claims, diagnostics, pages, presets, provenance,
+                                   rows, runner)
 from experiments.reproduce import verdict as verdict_lib
 
 PAGE = os.path.join(provenance.ROOT, "docs", "NCGRU_MISSES.md")
@@ -67,10 +68,14 @@ SETTINGS = (
 )
 
 
-def records(table_id: str, row_id: str, pages_dir: str = runner.PAGES) -> list:
-  """The row's recorded seeds (smoke runs left out), from the archive under ``pages_dir``."""
-  stored = archive.load(archive.path_for(pages_dir, table_id)).get("rows", {})
-  seeds = stored.get(row_id, {}).get("seeds", {})
+def load_store(table_id: str, pages_dir: str = runner.PAGES) -> dict:
+  """The archive of ``table_id`` under ``pages_dir`` (``{}`` before any record)."""
+  return archive.load(archive.path_for(pages_dir, table_id))
+
+
+def records(store: dict, row_id: str) -> list:
+  """The row's recorded seeds (smoke runs left out), from a table's archive ``store``."""
+  seeds = store.get("rows", {}).get(row_id, {}).get("seeds", {})
   return [r for _, r in sorted(seeds.items()) if not r.get("smoke")]
 
 
@@ -103,8 +108,7 @@ def h0_seeds(row: rows.Row, recs: list, scatter: float, source: str) -> str:
 def h1_evaluation(row: rows.Row, recs: list) -> str:
   """Whether the smallest of ``row.steps`` single-batch evaluations could reach the paper's
   value, from the first seed's ``batch_minimum`` (mean and std of its batch losses)."""
-  measured = [r["diagnostics"]["batch_minimum"] for r in recs
-              if ((r.get("diagnostics") or {}).get("batch_minimum") or {}).get("std")]
+  measured = diagnostics.measured_batch_minima(recs)
   if not measured:
     return "not measured"
   m, paper = measured[0], row.paper[_metric(row)]
@@ -115,17 +119,18 @@ def h1_evaluation(row: rows.Row, recs: list) -> str:
           f"lies {bound:.1f} below: {reach}")
 
 
-def study(table: rows.Table, row: rows.Row, recs: list, suffix: str, scatter: float = math.nan,
-          pages_dir: str = runner.PAGES) -> str:
+def study(table: rows.Table, row: rows.Row, recs: list, suffix: str, store: dict,
+          scatter: float = math.nan) -> str:
   """The study row ``row.id + suffix`` against the preset and the paper: it explains the
-  miss when its own verdict meets or beats the paper. Its change from the preset is given in
+  miss when its own verdict meets or beats the paper (its records read from ``store``, the
+  table's archive). Its change from the preset is given in
   standard deviations of the difference of two means, ``s sqrt(1 / k1 + 1 / k2)`` at the
   task's relative seed ``scatter`` ``s`` (left out where none is measured)."""
   study_id = row.id + suffix
   if study_id not in {r.id for r in table.rows}:
     return "no study row"
   study_row = table.row(study_id)
-  srecs = records(table.id, study_id, pages_dir)
+  srecs = records(store, study_id)
   metric, paper = _metric(row), row.paper[_metric(row)]
   values = verdict_lib.finite_values(srecs, metric)
   if not values:
@@ -156,11 +161,12 @@ def row_cells(pages_dir: str = runner.PAGES) -> list:
   finding (:data:`HYPOTHESES`)."""
   with tempfile.TemporaryDirectory() as no_runs:  # the archives' records alone
     scatters = pages.seed_scatters(no_runs, pages_dir)
+  stores = {t: load_store(t, pages_dir) for t in {t for t, _ in MISSES}}  # each read once
   out = []
   for table_id, row_id in MISSES:
     table = rows.get(table_id)
     row = table.row(row_id)
-    recs = records(table_id, row_id, pages_dir)
+    recs = records(stores[table_id], row_id)
     metric = _metric(row)
     values = verdict_lib.finite_values(recs, metric)
     ours = f"{np.mean(values):.4g} ({len(values)})" if values else "— (0)"
@@ -171,7 +177,8 @@ def row_cells(pages_dir: str = runner.PAGES) -> list:
               "the synthetic tasks' pooled seed scatter of minimum losses")
     out.append((row_id, f"{row.paper[metric]:.4g}", ours, runner.judge_row(row, recs).category,
                 h0_seeds(row, recs, scatter, source), h1_evaluation(row, recs),
-                *(study(table, row, recs, suffix, scatter, pages_dir) for suffix in STUDIES)))
+                *(study(table, row, recs, suffix, stores[table_id], scatter)
+                  for suffix in STUDIES)))
   return out
 
 

@@ -61,14 +61,14 @@ def _pages(tmp_path, study_value, study_steps=10000):
 def test_the_initialisation_hypothesis_reads_the_study_rows_verdict(tmp_path, value, expected):
   pages_dir = _pages(tmp_path, value)
   table = rows.get("ncgru-t4")
-  recs = nm.records("ncgru-t4", COPY.id, pages_dir)
-  text = nm.study(table, COPY, recs, nm.STUDIES[0], 0.1, pages_dir)
+  store = nm.load_store("ncgru-t4", pages_dir)
+  recs = nm.records(store, COPY.id)
+  text = nm.study(table, COPY, recs, nm.STUDIES[0], store, 0.1)
   sds = (value - 0.015) / (0.1 * 0.015 * math.sqrt(2))
   assert text.startswith(f"{value:.4g} ({value / PAPER:.3g} times the paper, "
                          f"{100 * (value / 0.015 - 1):+.0f} % against the preset's 0.015 "
                          f"({sds:+.1f} sd of the difference at the seed scatter)")
-  assert "sd of the difference" not in nm.study(table, COPY, recs, nm.STUDIES[0],
-                                                 pages_dir=pages_dir)
+  assert "sd of the difference" not in nm.study(table, COPY, recs, nm.STUDIES[0], store)
   assert text.endswith(expected)
 
 

@@ -194,6 +194,13 @@ def batch_minimum(run_dir: str, *, size: int = 10000, batch: int = 50,
           "min": float(losses.min()), "std": float(losses.std(ddof=1))}
 
 
+def measured_batch_minima(records) -> list:
+  """The :func:`batch_minimum` of each record that measured one with its batches' standard
+  deviation, in the records' order (a seed without a best validation step records None)."""
+  return [m for m in (((r.get("diagnostics") or {}).get("batch_minimum")) for r in records)
+          if m and m.get("std")]
+
+
 def last_states(cell: Any, params: Any, x, chunk: int = 256):
   """The first layer's last state ``h_T`` on inputs ``x`` (batch, T, features), computed
   ``chunk`` sequences at a time without forming the other states."""
