@@ -149,6 +149,42 @@ def test_the_batch_minimum_is_the_smallest_batch_mean_of_the_squared_errors(tmp_
     diagnostics.batch_minimum(runner.row_dir(table, row, work, 0), size=20, batch=3)
 
 
+
+def test_after_update_replays_the_run_and_reads_each_batch_after_its_own_update(tmp_path):
+  from lvf_jax.train import checkpoints, loop  # pylint: disable=g-import-not-at-top
+  table, row = _tiny(target=1e9)
+  row = dataclasses.replace(row, diagnostics={"after_update": {"steps": 2}},
+                            overrides={**row.overrides, "train.log_every": 1})
+  table = dataclasses.replace(table, rows=(row,))
+  work = str(tmp_path / "runs")
+  got = runner.run_row(table, row, work, log=lambda *_: None)["diagnostics"]["after_update"]
+  run_dir = runner.row_dir(table, row, work, 0)
+  _, _, c = zoo.load_run(run_dir)
+  ckpt_dir = os.path.join(run_dir, "checkpoints")
+  start, before, after = diagnostics._replay(c, ckpt_dir, 2)  # pylint: disable=protected-access
+  # checkpoints at the evaluations (steps 2 and 4): the replay is the run's steps 3 and 4
+  assert start == got["from_step"] == 2 and got["steps"] == 2
+  assert got["before"] == pytest.approx(np.mean(before), rel=1e-6)  # float64 means of float32
+  assert got["ratio"] == pytest.approx(np.mean(np.divide(after, before)), rel=1e-6)
+  # the same jitted float32 step on the run's own batch and state: the logged losses again,
+  # up to XLA's reassociation between two compilations of one step (a few eps32)
+  assert got["replay_error"] is not None and got["replay_error"] < 1e-5
+  # independently: step 3's batch (drawn as the run draws it) under the parameters the run
+  # saved at step 4, through the model and the task's loss
+  pipeline = builders.build_pipeline(c)
+  model = builders.build_model(c, pipeline.model_head())
+  tx = builders.build_optimizer(c)
+  ckpt = checkpoints.Checkpointer(ckpt_dir)
+  state = ckpt.restore(loop.initial_state(c, model, pipeline, tx), 4)
+  ckpt.close()
+  batch = pipeline.train_batch(jax.random.wrap_key_data(state.data_key), 3)
+  outputs = model.apply({"params": state.params, **state.extras}, batch.inputs)
+  # one float32 forward pass of T = 12 steps, jitted and not: T n eps32 relative
+  assert after[-1] == pytest.approx(float(pipeline.task.loss(outputs, batch)), rel=1e-4)
+  assert diagnostics.cell("after_update", got).endswith("(2 steps from 2)")
+  with pytest.raises(ValueError, match="steps must be >= 1"):
+    diagnostics.after_update(run_dir, steps=0)
+
 def test_a_row_runs_through_the_harness_command_line(tmp_path):
   work, out = tmp_path / "runs", tmp_path / "pages"
   assert cli.main(["long-memory-adding", "--rows", "t1000-lstm", "--smoke", "--workdir",

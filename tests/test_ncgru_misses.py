@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from experiments import ncgru_misses as nm
@@ -76,7 +77,9 @@ def test_a_partial_study_row_decides_nothing_and_the_page_has_every_row(tmp_path
   pages_dir = _pages(tmp_path, 0.009, study_steps=5000)
   page = nm.page(pages_dir)
   copy = next(line for line in page.splitlines() if line.startswith(f"| {COPY.id} |"))
-  assert copy.endswith("| partial (5000 of 10,000 steps): undecided | not run |")
+  assert copy.endswith("| partial (5000 of 10,000 steps): undecided | not run | not "
+                       "applicable (the released code logs no loss of this row after an "
+                       "update) | not applicable (not the denoise task) |")
   for _, row_id in nm.MISSES:
     assert f"| {row_id} |" in page
   assert "| denoise-ncgru-ucur-t400 | 0.00774 | — (0) | not run | not run | not measured |" \
@@ -90,8 +93,10 @@ def test_the_committed_page_is_what_the_archives_give():
 
 def test_the_summary_counts_each_hypothesis_findings():
   cell = lambda *found: ("r", "p", "o", "v", *found)  # noqa: E731
-  cells = [cell("x: can explain", "x: rejected", "x: does not explain it", "no study row"),
-           cell("x: rejected", "not measured", "y: explains it", "not run")]
+  cells = [cell("x: can explain", "x: rejected", "x: does not explain it", "no study row",
+                "not applicable (z)", "not applicable (z)"),
+           cell("x: rejected", "not measured", "y: explains it", "not run", "w: explains it",
+                "v: does not explain it")]
   lines = nm.summary_lines(cells)
   assert lines[0] == "- H0: seeds: can explain 1 of the 2 rows, rejected on 1, open (not run, " \
       "partial or not measured) on 0."
@@ -99,4 +104,54 @@ def test_the_summary_counts_each_hypothesis_findings():
                            "or not measured) on 1.")
   assert "can explain 1 of the 2 rows, rejected on 1," in lines[2]
   assert lines[3].endswith("rejected on 0, open (not run, partial or not measured) on 1, no "
-                           "study row for 1.")
+                           "study row or not applicable for 1.")
+  assert lines[4].endswith("can explain 1 of the 2 rows, rejected on 0, open (not run, partial "
+                           "or not measured) on 0, no study row or not applicable for 1.")
+
+
+DENOISE = rows.get("ncgru-t2").row("denoise-ncgru-uc-t400")
+
+
+def _after(ratio, steps=400):
+  return {"from_step": 9600, "steps": steps, "before": 0.0125, "after": 0.0125 * ratio,
+          "ratio": ratio, "replay_error": 0.0}
+
+
+@pytest.mark.parametrize("ratio, expected", [(0.96, "does not explain it"),
+                                             (0.6, "explains it")])
+def test_the_logged_loss_hypothesis_scales_every_seed_by_the_measured_ratio(ratio, expected):
+  paper = DENOISE.paper["min_train_loss"]
+  recs = [_record(0.012, "min_train_loss"), _record(0.014, "min_train_loss")]
+  recs[0]["diagnostics"] = {"after_update": _after(ratio)}
+  text = nm.h4_after_update(DENOISE, recs)
+  assert f"is {ratio:.3f} times its loss before (mean over 1 seed(s), 400 steps" in text
+  assert f"our minimum so read {0.013 * ratio:.4g} ({0.013 * ratio / paper:.3g} times" in text
+  assert text.endswith(expected)
+  assert nm.h4_after_update(DENOISE, [_record(0.012, "min_train_loss")]) == "not measured"
+  assert nm.h4_after_update(COPY, recs).startswith("not applicable")
+
+
+def test_the_lost_symbols_are_those_of_the_released_generator():
+  """Against a simulation of the released generator: K positions drawn with replacement
+  from N slots, the symbols written in order, so each repeated position keeps the last."""
+  rng = np.random.default_rng(0)
+  n, k, draws = 409, 10, 200000
+  positions = rng.integers(0, n, size=(draws, k))
+  lost = k - np.array([len(set(p)) for p in positions[:2000]])  # a loop as a cross-check
+  kept = np.sort(positions, axis=1)
+  distinct = 1 + (np.diff(kept, axis=1) != 0).sum(axis=1)
+  assert (k - distinct[:2000] == lost).all()
+  # the mean of 200,000 draws of a count of sd about 0.33: within 4 standard errors
+  assert nm.lost_symbols(n, k) == pytest.approx((k - distinct).mean(), abs=4 * 0.33 / 447)
+  assert nm.lost_symbols(n, 1) == pytest.approx(0.0, abs=1e-12)  # one draw loses nothing
+  assert nm.lost_symbols(1, 3) == pytest.approx(2.0)  # one slot keeps one symbol
+
+
+def test_the_data_hypothesis_bounds_the_loss_the_overwritten_symbols_add():
+  text = nm.h5_released_data(DENOISE)
+  added = nm.lost_symbols(409, 10) * math.log(9) / 420  # T = 400, K = 10, S = 9
+  assert text.startswith(f"{nm.lost_symbols(409, 10):.3f} of the 10 symbols of a sequence")
+  assert f"at least {added:.2g} added" in text
+  assert f"({100 * added / DENOISE.paper['min_train_loss']:.1f} % of the paper's value" in text
+  assert text.endswith("does not explain it")
+  assert nm.h5_released_data(COPY) == "not applicable (not the denoise task)"

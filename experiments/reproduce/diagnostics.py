@@ -20,7 +20,11 @@ gives None where the run has neither yet.
   arXiv:1702.00071, Sec. 2.2);
 - ``batch_minimum``: the validation loss of ``size`` sequences and the smallest loss of one of
   its consecutive batches of ``batch``, what a minimum over single-batch evaluations would
-  read of the same model.
+  read of the same model;
+- ``after_update``: each training batch's loss before its update (what the run logs) and
+  after it, on the same batch, replaying the run's last steps from a retained checkpoint: by
+  how much a log of the loss after the update (as the NC-GRU authors' released denoise code
+  writes it) reads below the harness's.
 """
 
 from __future__ import annotations
@@ -60,12 +64,17 @@ DESCRIPTIONS = {
                       "smallest loss of one of its consecutive batches (of the paper's batch "
                       "size, also in the cell): what a minimum over single-batch evaluations "
                       "would read of the same model"),
+    "after_update": ("'after the update' is, over the run's last steps replayed from its "
+                     "earliest retained checkpoint, the mean ratio of each training batch's "
+                     "loss after its own update to its loss before it (the logged one), with "
+                     "the number of steps replayed"),
 }
 
 #: The column heading of each measurement.
 HEADINGS = {"target_reached": "target reached at", "gradient_reach": "dh_T/dh_1",
             "memory_probe": "h_T memory", "field_divergence": "||div V||",
-            "singular_values": "singular values", "batch_minimum": "one batch's minimum"}
+            "singular_values": "singular values", "batch_minimum": "one batch's minimum",
+            "after_update": "after the update"}
 
 #: Test sequences of :func:`memory_probe` in a smoke run.
 SMOKE_PROBE_BATCH = 16
@@ -194,6 +203,95 @@ def batch_minimum(run_dir: str, *, size: int = 10000, batch: int = 50,
           "min": float(losses.min()), "std": float(losses.std(ddof=1))}
 
 
+#: Replayed steps of :func:`after_update` in a smoke run.
+SMOKE_AFTER_UPDATE = 2
+
+
+def after_update(run_dir: str, *, steps: int = 400, smoke: bool = False) -> Optional[dict]:
+  """``{"from_step", "steps", "before", "after", "ratio", "replay_error"}``: the run replayed
+  from its earliest retained checkpoint for ``steps`` train steps (the run's own batches and
+  optimiser state), each step's batch loss before its update (``before``, their mean), the
+  same batch's loss after it (``after``), the mean over steps of after / before (``ratio``),
+  and the largest relative difference between the replay's losses averaged as the run logs
+  them (``train.log_every`` steps) and the run's logged ones (``replay_error``: zero when the
+  replay is the run; None where the two do not overlap). None without a checkpoint.
+
+  Only for tasks whose train step draws its own batches (the synthetic tasks).
+  """
+  steps = SMOKE_AFTER_UPDATE if smoke else steps
+  if steps < 1:
+    raise ValueError(f"after_update: steps must be >= 1; got {steps}.")
+  ckpt_dir, run = os.path.join(run_dir, "checkpoints"), _best_run(run_dir)
+  if run is None or not os.path.isdir(ckpt_dir):
+    return None
+  c = run[2]
+  start, before, after = _replay(c, ckpt_dir, steps)
+  if start is None:
+    return None
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  before, after = np.asarray(before), np.asarray(after)
+  return {"from_step": start, "steps": steps, "before": float(before.mean()),
+          "after": float(after.mean()), "ratio": float((after / before).mean()),
+          "replay_error": _replay_error(run_dir, start, before, int(c.train.log_every))}
+
+
+def _replay(c, ckpt_dir: str, steps: int) -> tuple:
+  """``(start, before, after)``: :func:`after_update`'s replay of config ``c`` from the
+  earliest checkpoint in ``ckpt_dir`` (``(None, [], [])`` without one)."""
+  import jax  # pylint: disable=g-import-not-at-top
+  from lvf_jax.train import builders, checkpoints, loop  # pylint: disable=g-import-not-at-top
+  pipeline = builders.build_pipeline(c)
+  if pipeline.host_fed:
+    raise ValueError("after_update: replays tasks whose train step draws its own batches "
+                     f"(the synthetic tasks); {pipeline.name!r} is fed by the host.")
+  model = builders.build_model(c, pipeline.model_head())
+  tx = builders.build_optimizer(c)
+  ckpt = checkpoints.Checkpointer(ckpt_dir, keep=1 << 30)  # restores only: removes nothing
+  try:
+    saved = ckpt.all_steps()
+    if not saved:
+      return None, [], []
+    state = ckpt.restore(loop.initial_state(c, model, pipeline, tx), min(saved))
+  finally:
+    ckpt.close()
+  s = loop.TrainSettings.of(c)
+  train_step = jax.jit(loop.make_train_step(
+      model, pipeline, tx, dtriv_every=s.dtriv_every,
+      dtriv_orthonormalize_every=s.dtriv_orthonormalize_every))
+  loss_after = jax.jit(lambda params, extras, key, step, carry: _batch_loss(
+      model, pipeline, {"params": params, **extras}, key, step, carry))
+  start, before, after = int(state.step), [], []
+  for _ in range(steps):
+    step, carry = state.step, state.carry
+    state, metrics, _ = train_step(state)
+    before.append(float(metrics["loss"]))
+    after.append(float(loss_after(state.params, state.extras,
+                                  jax.random.wrap_key_data(state.data_key), step, carry)))
+  return start, before, after
+
+
+def _batch_loss(model, pipeline, variables, key, step, carry):
+  """The training loss of step ``step``'s batch (drawn as the train step draws it) under
+  ``variables``, deterministic, from the recurrent ``carry``."""
+  batch = pipeline.train_batch(key, step)
+  (outputs, _), _ = pipeline.forward(model, variables, batch,
+                                     pipeline.carry_for_batch(carry, batch),
+                                     deterministic=True, rngs={}, mutable=["losses"])
+  return pipeline.train_loss(outputs, batch)
+
+
+def _replay_error(run_dir: str, start: int, before, log_every: int) -> Optional[float]:
+  """The largest relative difference between the run's logged training losses of steps
+  ``start + log_every ..`` and the means of ``log_every`` replayed losses ``before``."""
+  path = os.path.join(run_dir, "metrics.jsonl")
+  logged = [r for r in MetricWriter.read(path) if r["split"] == "train"
+            and start < r["step"] <= start + len(before) and (r["step"] - start) >= log_every]
+  if not logged:
+    return None
+  return max(abs(float(before[r["step"] - start - log_every:r["step"] - start].mean()) /
+                 r["loss"] - 1) for r in logged)
+
+
 def measured_batch_minima(records) -> list:
   """The :func:`batch_minimum` of each record that measured one with its batches' standard
   deviation, in the records' order (a seed without a best validation step records None)."""
@@ -244,7 +342,8 @@ def memory_probe(run_dir: str, *, batch: int = 4096, lags: tuple = (1, 10, 100, 
 MEASUREMENTS: dict[str, Callable[..., Any]] = {
     "target_reached": target_reached, "gradient_reach": gradient_reach,
     "memory_probe": memory_probe, "field_divergence": field_divergence,
-    "singular_values": singular_values, "batch_minimum": batch_minimum}
+    "singular_values": singular_values, "batch_minimum": batch_minimum,
+    "after_update": after_update}
 
 
 def check(names) -> None:
@@ -277,6 +376,8 @@ def cell(name: str, value: Any) -> str:
             f"batches of {value['batch']})")
   if name == "singular_values":
     return f"{value['min']:.3g} / {value['mean']:.3g} / {value['max']:.3g}"
+  if name == "after_update":
+    return f"{value['ratio']:.3g} ({value['steps']:,} steps from {value['from_step']:,})"
   if name == "memory_probe":
     return (f"{value['capacity']:.1f} of n = {value['n']}; target R^2 "
             f"{max(value['target_r2'], 0.0):.2f}")
