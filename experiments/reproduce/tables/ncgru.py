@@ -73,17 +73,23 @@ RELEASED_STEP_NOTE = ("the preset with the Neumann series of the authors' releas
                       "group between exact resets (`optim.neumann_step='sgd'`): a model of "
                       "that code, not of Alg. 1, whose step is the optimiser's; nothing else "
                       "changed")
+RELEASED_BOTH_NOTE = ("the preset with both changes read from the authors' released code "
+                      "(emucllari1/NC-GRU): its cell's initialisers (`init_scheme='released'`) "
+                      "and its Neumann series (`optim.neumann_step='sgd'`), each of which the "
+                      "rows `-released-init` and `-released-step` test alone; nothing else "
+                      "changed")
 
 
 def _released_rows(rows, tested, input_features):
-  """``rows`` followed by two study rows for each row of ``tested``: the released cell's
-  initialisers (``-released-init``; ``input_features`` is the task's input size) and the
-  released Neumann step (``-released-step``)."""
-  studies = (("released-init", "released init", RELEASED_INIT_NOTE,
-              {"model.cell.init_scheme": "released",
-               "model.cell.input_features": input_features}),
-             ("released-step", "released Neumann step", RELEASED_STEP_NOTE,
-              {"optim.neumann_step": "sgd"}))
+  """``rows`` followed by three study rows for each row of ``tested``: the released cell's
+  initialisers (``-released-init``; ``input_features`` is the task's input size), the
+  released Neumann step (``-released-step``) and both (``-released-both``)."""
+  init = {"model.cell.init_scheme": "released", "model.cell.input_features": input_features}
+  step = {"optim.neumann_step": "sgd"}
+  studies = (("released-init", "released init", RELEASED_INIT_NOTE, init),
+             ("released-step", "released Neumann step", RELEASED_STEP_NOTE, step),
+             ("released-both", "released init and Neumann step", RELEASED_BOTH_NOTE,
+              {**init, **step}))
   return rows + tuple(
       dataclasses.replace(r, id=f"{r.id}-{suffix}", model=f"{r.model} ({label})",
                           overrides={**r.overrides, **changes}, note=note)
