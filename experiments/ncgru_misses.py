@@ -170,8 +170,7 @@ def h4_after_update(row: rows.Row, recs: list) -> str:
   the seeds that measured it), judged as the row."""
   if "after_update" not in row.diagnostics:
     return "not applicable (the released code logs no loss of this row after an update)"
-  measured = [r["diagnostics"]["after_update"] for r in recs
-              if (r.get("diagnostics") or {}).get("after_update")]
+  measured = diagnostics.measured(recs, "after_update")
   if not measured:
     return "not measured"
   metric, paper = _metric(row), row.paper[_metric(row)]

@@ -149,7 +149,6 @@ def test_the_batch_minimum_is_the_smallest_batch_mean_of_the_squared_errors(tmp_
     diagnostics.batch_minimum(runner.row_dir(table, row, work, 0), size=20, batch=3)
 
 
-
 def test_after_update_replays_the_run_and_reads_each_batch_after_its_own_update(tmp_path):
   from lvf_jax.train import checkpoints, loop  # pylint: disable=g-import-not-at-top
   table, row = _tiny(target=1e9)
@@ -184,6 +183,7 @@ def test_after_update_replays_the_run_and_reads_each_batch_after_its_own_update(
   assert diagnostics.cell("after_update", got).endswith("(2 steps from 2)")
   with pytest.raises(ValueError, match="steps must be >= 1"):
     diagnostics.after_update(run_dir, steps=0)
+
 
 def test_a_row_runs_through_the_harness_command_line(tmp_path):
   work, out = tmp_path / "runs", tmp_path / "pages"

@@ -292,11 +292,16 @@ def _replay_error(run_dir: str, start: int, before, log_every: int) -> Optional[
                  r["loss"] - 1) for r in logged)
 
 
+def measured(records, name: str) -> list:
+  """The recorded value of measurement ``name`` of each record that has one, in the
+  records' order (a seed without a best validation step records None)."""
+  return [m for m in ((r.get("diagnostics") or {}).get(name) for r in records) if m]
+
+
 def measured_batch_minima(records) -> list:
   """The :func:`batch_minimum` of each record that measured one with its batches' standard
-  deviation, in the records' order (a seed without a best validation step records None)."""
-  return [m for m in (((r.get("diagnostics") or {}).get("batch_minimum")) for r in records)
-          if m and m.get("std")]
+  deviation, in the records' order."""
+  return [m for m in measured(records, "batch_minimum") if m.get("std")]
 
 
 def last_states(cell: Any, params: Any, x, chunk: int = 256):
