@@ -25,6 +25,9 @@ that every verdict can say no:
   minimum? (the loss the overwritten symbols add, computed)
 - H6, H2 and H3 together: does the released code's initialisation with its Neumann step (the
   study rows ``<row>-released-both``) take the row to the paper?
+- H7, the released code for two kernels: do H6 and the released update of NC-GRU(U_c, U_r)'s
+  two kernels (``optim.two_kernel_update='released'``, the study rows
+  ``<row>-released-code``) take an NC-GRU(U_c, U_r) row to the paper?
 
 ``python -m experiments.ncgru_misses`` writes ``docs/NCGRU_MISSES.md`` from the archives.
 """
@@ -52,8 +55,8 @@ MISSES = (("ncgru-t1", "parenthesis-ncgru-uc-t100"), ("ncgru-t1", "parenthesis-n
           ("ncgru-t2", "denoise-ncgru-uc-t400"), ("ncgru-t2", "denoise-ncgru-ucur-t400"),
           ("ncgru-t4", "copy-ncgru-uc-t1000"), ("ncgru-t4", "copy-ncgru-ucur-t1000"))
 #: The suffixes of a row's study rows: the released cell's initialisation, its Neumann step,
-#: both.
-STUDIES = ("-released-init", "-released-step", "-released-both")
+#: both, and (two kernels) both with the released two-kernel update.
+STUDIES = ("-released-init", "-released-step", "-released-both", "-released-code")
 CODE = "emucllari1/NC-GRU at b86f34e, `denoise_task/NCGRU.py`"
 
 #: (setting, the paper, the authors' released cell, ``NCGRUCell``), read from both.
@@ -73,7 +76,8 @@ SETTINGS = (
      "the step Adam took; exact every `reset_every` (denoise 50, copy 20) steps"),
     ("NC-GRU(U_c, U_r)'s two updates", "Alg. 1 for each of A_c, A_r", "both A_c and A_r "
      "stepped from `grads[-1]`, the gradient of U_r; U_r's series starts from U_c's inverse",
-     "each from its own gradient and inverse (not modelled: no study row)"),
+     "each from its own gradient and inverse (the released update: "
+     "`optim.two_kernel_update='released'`)"),
     ("logged loss (denoise)", "'minimum attained loss values' (Sec. 4.2)", "every step, the "
      "loss of that step's batch evaluated after its update (`loss_to_file`)", "the mean of "
      "10 batches' losses, each before its update"),
@@ -215,10 +219,10 @@ def h5_released_data(row: rows.Row) -> str:
           f"a run): does not explain it")
 
 
-#: The hypotheses' column names, in the order of the table's last seven columns.
+#: The hypotheses' column names, in the order of the table's last eight columns.
 HYPOTHESES = ("H0: seeds", "H1: one batch", "H2: released initialisation",
               "H3: released Neumann step", "H4: loss after the update", "H5: released data",
-              "H6: released init and step")
+              "H6: released init and step", "H7: released code, two kernels")
 
 
 def row_cells(pages_dir: str = runner.PAGES) -> list:
@@ -240,11 +244,11 @@ def row_cells(pages_dir: str = runner.PAGES) -> list:
     source = ("its task's, the median over its rows of two or more seeds"
               if (task, metric) in scatters else
               "the synthetic tasks' pooled seed scatter of minimum losses")
-    init, step, both = (study(table, row, recs, suffix, stores[table_id], scatter)
-                        for suffix in STUDIES)
+    init, step, both, code = (study(table, row, recs, suffix, stores[table_id], scatter)
+                              for suffix in STUDIES)
     out.append((row_id, f"{row.paper[metric]:.4g}", ours, runner.judge_row(row, recs).category,
                 h0_seeds(row, recs, scatter, source), h1_evaluation(row, recs), init, step,
-                h4_after_update(row, recs), h5_released_data(row), both))
+                h4_after_update(row, recs), h5_released_data(row), both, code))
   return out
 
 
@@ -312,6 +316,11 @@ def page(pages_dir: str = runner.PAGES) -> str:
       "fall on the K - 1 steps before it.",
       "- H6, H2 and H3 together: the study row `<row>-released-both` trains the preset with "
       "both changes and nothing else; judged as H2.",
+      "- H7, the released code for two kernels: the study row `<row>-released-code` trains "
+      "an NC-GRU(U_c, U_r) preset with H6's changes and the released update of its two "
+      "kernels (`optim.two_kernel_update='released'`: U_c's skew step from U_r's gradient, "
+      "U_r's series from U_c's new inverse), everything read from the released code and "
+      "nothing else; judged as H2. A model of that code, not of Alg. 1.",
       "",
       "## What the released code does", "",
       "Read from the code the authors released (no copy task code was released; its cell is "

@@ -79,7 +79,8 @@ def test_a_partial_study_row_decides_nothing_and_the_page_has_every_row(tmp_path
   copy = next(line for line in page.splitlines() if line.startswith(f"| {COPY.id} |"))
   assert copy.endswith("| partial (5000 of 10,000 steps): undecided | not run | not "
                        "applicable (the released code logs no loss of this row after an "
-                       "update) | not applicable (not the denoise task) | not run |")
+                       "update) | not applicable (not the denoise task) | not run | no study "
+                       "row |")
   for _, row_id in nm.MISSES:
     assert f"| {row_id} |" in page
   assert "| denoise-ncgru-ucur-t400 | 0.00774 | — (0) | not run | not run | not measured |" \
@@ -94,9 +95,9 @@ def test_the_committed_page_is_what_the_archives_give():
 def test_the_summary_counts_each_hypothesis_findings():
   cell = lambda *found: ("r", "p", "o", "v", *found)  # noqa: E731
   cells = [cell("x: can explain", "x: rejected", "x: does not explain it", "no study row",
-                "not applicable (z)", "not applicable (z)", "no study row"),
+                "not applicable (z)", "not applicable (z)", "no study row", "no study row"),
            cell("x: rejected", "not measured", "y: explains it", "not run", "w: explains it",
-                "v: does not explain it", "u: explains it")]
+                "v: does not explain it", "u: explains it", "t: does not explain it")]
   lines = nm.summary_lines(cells)
   assert lines[0] == "- H0: seeds: can explain 1 of the 2 rows, rejected on 1, open (not run, " \
       "partial or not measured) on 0."
@@ -108,6 +109,25 @@ def test_the_summary_counts_each_hypothesis_findings():
   assert lines[4].endswith("can explain 1 of the 2 rows, rejected on 0, open (not run, partial "
                            "or not measured) on 0, no study row or not applicable for 1.")
   assert lines[6].startswith("- H6: released init and step: can explain 1 of the 2 rows, ")
+  assert lines[7] == ("- H7: released code, two kernels: can explain 0 of the 2 rows, rejected "
+                      "on 1, open (not run, partial or not measured) on 0, no study row or not "
+                      "applicable for 1.")
+
+
+def test_the_two_kernel_study_rows_are_the_two_kernel_rows_with_every_released_change():
+  """H7's study rows exist for the NC-GRU(U_c, U_r) rows alone, each the preset with H6's
+  overrides and the released two-kernel update."""
+  for table_id, row_id in nm.MISSES:
+    table = rows.get(table_id)
+    ids = {r.id for r in table.rows}
+    two_kernels = "ncgru-uc-" not in row_id
+    assert (row_id + "-released-code" in ids) == two_kernels, row_id
+    if two_kernels:
+      base, code = table.row(row_id), table.row(row_id + "-released-code")
+      extra = {k: v for k, v in code.overrides.items() if base.overrides.get(k) != v}
+      assert extra == {"model.cell.init_scheme": "released",
+                       "model.cell.input_features": extra["model.cell.input_features"],
+                       "optim.neumann_step": "sgd", "optim.two_kernel_update": "released"}
 
 
 DENOISE = rows.get("ncgru-t2").row("denoise-ncgru-uc-t400")

@@ -301,6 +301,8 @@ def test_make_optimizer_errors():
     optim.make_optimizer({"orthogonal_method": "scornn", "rho": -2})
   with pytest.raises(ValueError, match=r"make_optimizer: argument 'neumann_step' must be one"):
     optim.make_optimizer({"orthogonal_method": "neumann_cayley", "neumann_step": "adam"})
+  with pytest.raises(ValueError, match=r"make_optimizer: argument 'two_kernel_update' must"):
+    optim.make_optimizer({"orthogonal_method": "neumann_cayley", "two_kernel_update": "mine"})
   with pytest.raises(ValueError, match=r"make_optimizer: argument 'config' must be a dict"):
     optim.make_optimizer(3)
   tx = optim.make_optimizer({"orthogonal_method": "scornn", "rho": 20})
@@ -467,3 +469,30 @@ def test_readout_weight_decay_is_the_gradient_of_half_its_squared_norm_on_head_k
   np.testing.assert_allclose(norm, 1e-3, **tol.F32)
   with pytest.raises(ValueError, match="readout_weight_decay"):
     optim.make_optimizer({"readout_weight_decay": -1.0})
+
+
+@pytest.mark.parametrize("two_kernels", [True, False])
+def test_released_two_kernel_update_pairs_the_ncgru_cells_kernels(two_kernels):
+  """``two_kernel_update='released'`` finds U_c and U_r in NC-GRU(U_c, U_r)'s parameters (the
+  names the transform pairs are the cell's) and refuses NC-GRU(U_c), which has no U_r; the
+  update equals :func:`optim.neumann_cayley` with the same setting."""
+  from lvf_jax import cells  # pylint: disable=g-import-not-at-top
+  cell = cells.NCGRUCell(features=6, orthogonal_reset=two_kernels, orthogonal_param="matrix")
+  x = jnp.ones((2, 3))
+  params = cell.init(jax.random.key(0), cell.initialize_carry(jax.random.key(1), x.shape),
+                     x)["params"]
+  config = {"optimizer": "adam", "learning_rate": 1e-2, "orthogonal_method": "neumann_cayley",
+            "neumann_step": "sgd", "two_kernel_update": "released", "reset_every": 4}
+  tx = optim.make_optimizer(config)
+  if not two_kernels:
+    with pytest.raises(ValueError, match="two_kernel_update"):
+      standard(tx.init)(params)
+    return
+  grads = jax.tree.map(lambda p: jax.random.normal(jax.random.key(2), p.shape, p.dtype), params)
+  u, _ = standard(tx.update)(grads, standard(tx.init)(params), params)
+  direct = optim.neumann_cayley(optax.adam(1e-3), 0, reset_every=4, sgd_series_lr=1e-3,
+                                two_kernel_update="released")
+  orth = {k: v for k, v in params.items() if k.startswith("orthogonal")}
+  v, _ = standard(direct.update)({k: grads[k] for k in orth}, standard(direct.init)(orth), orth)
+  for k in orth:  # one float32 update of the same operations in the same order
+    np.testing.assert_array_equal(u[k], v[k])

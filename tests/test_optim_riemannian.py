@@ -303,6 +303,53 @@ def test_neumann_sgd_series_is_the_released_codes_update_with_adam(x64):
     optim.neumann_cayley(optax.adam(lr), RHO, sgd_series_lr=-1.0)
 
 
+def test_released_two_kernel_update_is_the_released_codes_update_of_uc_and_ur(x64):
+  """``two_kernel_update='released'``, transcribed in NumPy from the released loop
+  (emucllari1/NC-GRU ``denoise_task.py``) with the states' A: U_c's skew gradient from U_r's
+  G, U_r's series from U_c's new inverse; U_c's own gradient never enters."""
+  lr, every = 1e-2, 4
+  tx = optim.neumann_cayley(optax.adam(lr), RHO, order=2, reset_every=every, threshold=1.0,
+                            sgd_series_lr=lr, two_kernel_update="released")
+  p = {"cell": {"orthogonal_c": w0(dtype=jnp.float64),
+                "orthogonal_r": w0(seed=1, dtype=jnp.float64)}}
+  s = standard(tx.init)(p)
+  update = jax.jit(standard(tx.update))
+  d, eye = np_d(N, RHO), np.eye(N)
+  inv = {k: np.asarray(v) for k, v in s.inverse["cell"].items()}
+  w = {k: np.asarray(v) for k, v in p["cell"].items()}
+
+  def skew_grad(g, k):
+    v = inv[k].T @ g @ (d + w[k].T)
+    return v.T - v
+
+  for k in range(1, 9):
+    gc, gr = (np.asarray(jax.random.normal(jax.random.key(10 * k + i), (N, N), jnp.float64))
+              for i in range(2))
+    without_gc, _ = update({"cell": {"orthogonal_c": jnp.zeros((N, N), jnp.float64),
+                                     "orthogonal_r": jnp.asarray(gr)}}, s, p)
+    u, s = update({"cell": {"orthogonal_c": jnp.asarray(gc),
+                            "orthogonal_r": jnp.asarray(gr)}}, s, p)
+    assert jax.tree.all(jax.tree.map(lambda a, b: bool(jnp.all(a == b)), u, without_gc))
+    p = jax.tree.map(lambda a, b: a + b, p, u)
+    a = {key: np.asarray(v) for key, v in s.skew["cell"].items()}
+    reset = k % every == 0
+    dfa_c, dfa_r = skew_grad(gr, "orthogonal_c"), skew_grad(gr, "orthogonal_r")
+    x = inv["orthogonal_c"] @ (lr * dfa_c)
+    inv["orthogonal_c"] = (np.linalg.inv(eye + a["orthogonal_c"]) if reset
+                           else (eye + x + x @ x) @ inv["orthogonal_c"])
+    x = inv["orthogonal_c"] @ (lr * dfa_r)
+    inv["orthogonal_r"] = (np.linalg.inv(eye + a["orthogonal_r"]) if reset
+                           else (eye + x + x @ x) @ inv["orthogonal_c"])
+    for key in w:
+      w[key] = inv[key] @ (eye - a[key]) @ d
+      # a chain of k updates of a few N-term float64 products
+      np.testing.assert_allclose(np.asarray(p["cell"][key]), w[key], atol=tol.F64["atol"])
+  drift = np.linalg.norm(w["orthogonal_r"].T @ w["orthogonal_r"] - eye, 2)
+  assert drift < tol.F64["atol"]  # the last update (k = 8) was an exact reset
+  with pytest.raises(ValueError, match="neumann_cayley: argument 'two_kernel_update'"):
+    tx.init({"cell": {"orthogonal_c": w0()}})  # NC-GRU(U_c): no U_r to pair
+
+
 def test_neumann_error_decreases_with_order(x64):
   """Without resets, on the same gradient sequence, the inverse error ordering is
   order 1 > order 2 > order 3 (the remainder is O(||X||^{order+1}))."""

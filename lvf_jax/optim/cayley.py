@@ -17,6 +17,10 @@ One update, given ``G = dL/dW`` (whatever the preceding transforms produced):
    authors' released code, to ``sgd_series_lr * dL/dA``);
 4. ``W_new = Ainv_new (I - A_new) D`` (Alg. 1 line 8).
 
+``two_kernel_update='released'`` models the released code's update of NC-GRU(U_c, U_r)
+instead (see :func:`neumann_cayley`): it couples the leaves ``orthogonal_c`` and
+``orthogonal_r`` of one module; every other leaf is updated alone.
+
 The state keeps ``Ainv`` so scoRNN needs one LU inverse per update (not two).
 """
 
@@ -33,6 +37,11 @@ from lvf_jax import geometry
 from lvf_jax.optim import _common
 
 Array = jax.Array
+
+#: How :func:`neumann_cayley` updates a module's two orthogonal kernels (``two_kernel_update``).
+TWO_KERNEL_UPDATES = ("own", "released")
+#: The names of NC-GRU's candidate and reset kernels (:class:`lvf_jax.cells.NCGRUCell`).
+CANDIDATE, RESET = "orthogonal_c", "orthogonal_r"
 
 
 class ScoRNNState(NamedTuple):
@@ -121,9 +130,12 @@ def _neumann_leaf(a_new: Array, inv: Array, delta: Array, order: Any, force: Arr
 
 def _cayley_transform(fn: str, inner: Any, rho: Any, *, neumann: bool, order: Any = 2,
                       reset_every: Any = None, threshold: Any = 0.5,
-                      sgd_series_lr: Optional[float] = None
+                      sgd_series_lr: Optional[float] = None,
+                      two_kernel_update: str = "own"
                       ) -> optax.GradientTransformationExtraArgs:
   inner = _common.check_transformation(fn, "inner", inner)
+  released = _validation.check_choice(fn, "two_kernel_update", two_kernel_update,
+                                      TWO_KERNEL_UPDATES) == "released"
   _validation.check_concrete_int(fn, "rho", rho, minimum=0)
   if neumann:
     if _validation.is_concrete(order):
@@ -135,14 +147,35 @@ def _cayley_transform(fn: str, inner: Any, rho: Any, *, neumann: bool, order: An
     if sgd_series_lr is not None:
       _validation.check_positive_number(fn, "sgd_series_lr", sgd_series_lr)
   neumann_args = (order, reset_every, threshold, sgd_series_lr) if neumann else None
+  if released and not neumann:
+    _validation.fail(fn, "two_kernel_update", two_kernel_update, "'own' for scoRNN")
 
   def init_fn(params):
+    if released:
+      _released_pairs(fn, params)
     return _cayley_init(fn, inner, rho, neumann, params)
 
   def update_fn(updates, state, params=None, **extra_args):
-    return _cayley_update(fn, inner, rho, neumann_args, updates, state, params, extra_args)
+    pairs = _released_pairs(fn, params) if released and params is not None else {}
+    return _cayley_update(fn, inner, rho, neumann_args, updates, state, params, extra_args,
+                          pairs)
 
   return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+
+
+def _released_pairs(fn: str, params) -> dict[int, int]:
+  """``{index of U_r: index of U_c}`` in ``params``' flattened leaves, for every module
+  holding both ``orthogonal_c`` and ``orthogonal_r``; a ValueError when there is none."""
+  paths = [tuple(getattr(k, "key", k) for k in path)
+           for path, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
+  where = {path: i for i, path in enumerate(paths)}
+  pairs = {i: where[path[:-1] + (CANDIDATE,)] for i, path in enumerate(paths)
+           if path and path[-1] == RESET and path[:-1] + (CANDIDATE,) in where}
+  if not pairs:
+    _validation.fail(fn, "two_kernel_update", "released",
+                     f"'own' for parameters without a module holding both {CANDIDATE!r} and "
+                     f"{RESET!r} (NC-GRU(U_c, U_r)); leaves: {paths}")
+  return pairs
 
 
 def _cayley_init(fn: str, inner, rho, neumann: bool, params):
@@ -161,9 +194,13 @@ def _cayley_init(fn: str, inner, rho, neumann: bool, params):
   return NeumannCayleyState(count, skew, inverse, inner_state, zeros_f, zeros_i, zeros_i)
 
 
-def _cayley_update(fn: str, inner, rho, neumann_args, updates, state, params, extra_args):
+def _cayley_update(fn: str, inner, rho, neumann_args, updates, state, params, extra_args,
+                   pairs=None):
   """One update of every leaf; ``neumann_args`` ``(order, reset_every, threshold,
-  sgd_series_lr)`` for the Neumann-Cayley update, None for scoRNN's exact inverse."""
+  sgd_series_lr)`` for the Neumann-Cayley update, None for scoRNN's exact inverse.
+  ``pairs`` (:func:`_released_pairs`): each ``U_c`` takes the skew gradient of its
+  ``U_r``'s ``G``, and each ``U_r``'s series starts from its ``U_c``'s new inverse."""
+  pairs = pairs or {}
   _common.require_params(fn, params)
   w_shard = _common.check_square_leaves(fn, params)
   _common.check_same_structure(fn, ("updates", "params"), updates, params)
@@ -173,16 +210,23 @@ def _cayley_update(fn: str, inner, rho, neumann_args, updates, state, params, ex
   a_leaves = [gather(a) for a in treedef.flatten_up_to(state.skew)]
   inv_leaves = [gather(inv) for inv in treedef.flatten_up_to(state.inverse)]
   diags = [_common.scaling_diagonal(fn, rho, w.shape[-1], w.dtype) for w in w_leaves]
+  raw = treedef.flatten_up_to(updates)
+  source = {c: r for r, c in pairs.items()}
+  raw = [raw[source.get(i, i)] for i in range(len(raw))]
   grads = [_common.shard_like(_skew_gradient(gather(g), w, inv, d), ref)
-           for g, w, inv, d, ref in zip(treedef.flatten_up_to(updates), w_leaves, inv_leaves,
-                                        diags, w_shard)]
+           for g, w, inv, d, ref in zip(raw, w_leaves, inv_leaves, diags, w_shard)]
   steps, inner_state = inner.update(
       treedef.unflatten(grads), state.inner_state, state.skew, **extra_args)
   force = None if neumann_args is None else _common.every_k(state.count, neumann_args[1])
-  leaves = [_cayley_leaf(w, a, inv, gather(u), gather(g), d, ref, neumann_args, force)
-            for w, a, inv, u, g, d, ref in zip(w_leaves, a_leaves, inv_leaves,
-                                               treedef.flatten_up_to(steps), grads, diags,
-                                               w_shard)]
+  steps = treedef.flatten_up_to(steps)
+
+  def leaf(i, inv):
+    return _cayley_leaf(w_leaves[i], a_leaves[i], inv, gather(steps[i]), gather(grads[i]),
+                        diags[i], w_shard[i], neumann_args, force)
+
+  leaves = {i: leaf(i, inv) for i, inv in enumerate(inv_leaves) if i not in pairs}
+  leaves.update({r: leaf(r, gather(leaves[c][2])) for r, c in pairs.items()})
+  leaves = [leaves[i] for i in range(len(w_leaves))]
   width = 3 if neumann_args is None else 6  # the fields of _cayley_leaf, for any leaf count
   fields = [treedef.unflatten([leaf[i] for leaf in leaves]) for i in range(width)]
   updates, skew, inverse = fields[:3]
@@ -250,7 +294,7 @@ def scornn(inner: optax.GradientTransformation, rho: int
 
 def neumann_cayley(inner: optax.GradientTransformation, rho: int, *, order: int = 2,
                    reset_every: Optional[int] = 100, threshold: float = 0.5,
-                   sgd_series_lr: Optional[float] = None
+                   sgd_series_lr: Optional[float] = None, two_kernel_update: str = "own"
                    ) -> optax.GradientTransformationExtraArgs:
   r"""NC-GRU's Neumann-Cayley update of orthogonal matrices (Mucllari et al., Alg. 1).
 
@@ -281,10 +325,18 @@ def neumann_cayley(inner: optax.GradientTransformation, rho: int, *, order: int 
       ``A`` by another step; the inverse is then not that of ``I + A_new`` and
       ``W_new = Ainv_new (I - A_new) D`` is not orthogonal until the next exact reset. Not
       Alg. 1 (whose ``dA`` is the optimiser's step): a model of that code.
+    two_kernel_update: ``'own'`` (default; Alg. 1 for each matrix): every leaf from its own
+      gradient and inverse. ``'released'``: the released code's update of NC-GRU(U_c, U_r)
+      (``denoise_task.py``, ``parenthesis_task.py``), in every module holding both
+      ``orthogonal_c`` (U_c) and ``orthogonal_r`` (U_r): U_c's skew gradient is step 1
+      with U_r's ``G`` (its own ``A``, ``W`` and ``Ainv``), and U_r's series starts from
+      U_c's new inverse (``X = Ainv_c,new dA_r``, ``Ainv_r,new = (I + X + ...)
+      Ainv_c,new``), so U_c never sees its own gradient and U_r is not orthogonal between
+      exact resets. Not Alg. 1: a model of that code. Needs such a module (ValueError).
 
   Returns:
     An ``optax.GradientTransformationExtraArgs`` with state :class:`NeumannCayleyState`.
   """
   return _cayley_transform("neumann_cayley", inner, rho, neumann=True, order=order,
                            reset_every=reset_every, threshold=threshold,
-                           sgd_series_lr=sgd_series_lr)
+                           sgd_series_lr=sgd_series_lr, two_kernel_update=two_kernel_update)

@@ -10,7 +10,7 @@ import optax
 
 from lvf_jax import _validation
 from lvf_jax.optim import labels
-from lvf_jax.optim.cayley import neumann_cayley, scornn
+from lvf_jax.optim.cayley import TWO_KERNEL_UPDATES, neumann_cayley, scornn
 from lvf_jax.optim.multiplicative import multiplicative_cayley
 
 OPTIMIZERS = ("rmsprop", "adam", "sgd", "adagrad")
@@ -34,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "reset_every": 100,
     "neumann_threshold": 0.5,
     "neumann_step": "actual",
+    "two_kernel_update": "own",
     "reorthonormalize_every": 100,
     "unitary_gradient": "raw",
     "clip_norm": None,
@@ -192,6 +193,9 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
       ``'sgd'``, ``lr_orth * dL/dA`` as the NC-GRU authors' released code
       (:func:`neumann_cayley`'s ``sgd_series_lr``; ``W`` then leaves the orthogonal group
       between exact resets).
+    two_kernel_update: ``'own'`` (default; Alg. 1 for each orthogonal matrix) or
+      ``'released'``, NC-GRU(U_c, U_r)'s update in the authors' released code
+      (:func:`neumann_cayley`'s ``two_kernel_update``; ``'neumann_cayley'`` only).
     reorthonormalize_every: polar projection period of ``'multiplicative'`` and of the
       ``'unitary'`` group (default 100; 0 = never).
     unitary_gradient: the gradient the ``'unitary'`` group's Cayley step takes: ``'raw'``
@@ -251,9 +255,11 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
     else:
       sgd = _validation.check_choice(fn, "neumann_step", c["neumann_step"],
                                      NEUMANN_STEPS) == "sgd"
+      two = _validation.check_choice(fn, "two_kernel_update", c["two_kernel_update"],
+                                     TWO_KERNEL_UPDATES)
       orth = neumann_cayley(orth_inner, rho, order=c["neumann_order"],
                             reset_every=c["reset_every"], threshold=c["neumann_threshold"],
-                            sgd_series_lr=lr_orth if sgd else None)
+                            sgd_series_lr=lr_orth if sgd else None, two_kernel_update=two)
   unitary = multiplicative_cayley(sched_orth, reorthonormalize_every=every, unitary=True)
   if _validation.check_choice(fn, "unitary_gradient", c["unitary_gradient"],
                               UNITARY_GRADIENTS) == "rms":

@@ -78,22 +78,35 @@ RELEASED_BOTH_NOTE = ("the preset with both changes read from the authors' relea
                       "and its Neumann series (`optim.neumann_step='sgd'`), each of which the "
                       "rows `-released-init` and `-released-step` test alone; nothing else "
                       "changed")
+RELEASED_CODE_NOTE = ("the preset with every change read from the authors' released code "
+                      "(emucllari1/NC-GRU) for two orthogonal kernels: its cell's "
+                      "initialisers (`init_scheme='released'`), its Neumann series "
+                      "(`optim.neumann_step='sgd'`) and its update of the two kernels "
+                      "(`optim.two_kernel_update='released'`: U_c's skew step is taken from "
+                      "U_r's gradient, as `denoise_task.py` and `parenthesis_task.py` feed "
+                      "both `Cayley_Transform_Deriv` calls `grads[-1]`, and U_r's series starts "
+                      "from U_c's new inverse): a model of that code, not of Alg. 1; nothing "
+                      "else changed")
 
 
-def _released_rows(rows, tested, input_features):
+def _released_rows(rows, tested, input_features, two_kernels=()):
   """``rows`` followed by three study rows for each row of ``tested``: the released cell's
   initialisers (``-released-init``; ``input_features`` is the task's input size), the
-  released Neumann step (``-released-step``) and both (``-released-both``)."""
+  released Neumann step (``-released-step``) and both (``-released-both``); and one for
+  each NC-GRU(U_c, U_r) row of ``two_kernels``: those two and the released two-kernel
+  update (``-released-code``)."""
   init = {"model.cell.init_scheme": "released", "model.cell.input_features": input_features}
   step = {"optim.neumann_step": "sgd"}
-  studies = (("released-init", "released init", RELEASED_INIT_NOTE, init),
-             ("released-step", "released Neumann step", RELEASED_STEP_NOTE, step),
+  studies = (("released-init", "released init", RELEASED_INIT_NOTE, init, tested),
+             ("released-step", "released Neumann step", RELEASED_STEP_NOTE, step, tested),
              ("released-both", "released init and Neumann step", RELEASED_BOTH_NOTE,
-              {**init, **step}))
+              {**init, **step}, tested),
+             ("released-code", "released code", RELEASED_CODE_NOTE,
+              {**init, **step, "optim.two_kernel_update": "released"}, two_kernels))
   return rows + tuple(
       dataclasses.replace(r, id=f"{r.id}-{suffix}", model=f"{r.model} ({label})",
                           overrides={**r.overrides, **changes}, note=note)
-      for suffix, label, note, changes in studies for r in rows if r.id in tested)
+      for suffix, label, note, changes, ids in studies for r in rows if r.id in ids)
 
 
 T1 = Table(
@@ -113,7 +126,8 @@ T1 = Table(
         notes={"*": (MIN_LOSS + ", each the mean over 100 batches; the paper's 200 epochs at "
                      "batch 16 are its code's 200 logged means of 100 fresh batches "
                      "(20,000 steps, `docs/PARENTHESIS.md`)")}),
-        ("parenthesis-ncgru-uc-t100", "parenthesis-ncgru-uc-t200"), 7),  # 7 tokens, one-hot
+        ("parenthesis-ncgru-uc-t100", "parenthesis-ncgru-uc-t200"), 7,  # 7 tokens, one-hot
+        ("parenthesis-ncgru-uruc-t100", "parenthesis-ncgru-uruc-t200")),
 )
 
 # One hundred batches of Sec. 4.2's 128 sequences, for the denoise rows' one-batch minimum.
@@ -142,7 +156,8 @@ T2 = Table(
                "scornn": ("the paper does not give scoRNN's rho for this task (preset: 100); "
                           "at the authors' code's default, 50, the T = 200 row reaches the "
                           "paper's value (docs/DENOISE.md, one change at a time)")}),
-        ("denoise-ncgru-uc-t400",), 11),  # one-hot over 11 tokens (lvf_jax.tasks.denoise)
+        ("denoise-ncgru-uc-t400",), 11,  # one-hot over 11 tokens (lvf_jax.tasks.denoise)
+        ("denoise-ncgru-ucur-t400",)),
 )
 
 # One change for the T = 400 rows more than ten times below the paper: its training set, a
@@ -203,7 +218,8 @@ T4 = Table(
                "lstm": ("configs/copy.py's lstm preset is the nnRNN paper's (n 128, RMSprop "
                         "5e-4, batch 10), so the overrides set this paper's n 68, Adam 1e-3, "
                         "batch 50")}),
-        ("copy-ncgru-uc-t1000",), 10),  # one-hot over 10 tokens (lvf_jax.tasks.copying)
+        ("copy-ncgru-uc-t1000",), 10,  # one-hot over 10 tokens (lvf_jax.tasks.copying)
+        ("copy-ncgru-ucur-t1000",)),
 )
 
 PTB_CHAR_NOTE = ("The paper trains every model with the AWD-LSTM code at batch 32, BPTT 100, "
