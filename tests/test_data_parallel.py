@@ -163,12 +163,14 @@ def _attempt(tmp_path, args, env, attempt, seconds=300):
                    "--config.distributed.num_processes=2", f"--config.distributed.process_id={i}"],
                   env, logs[i]) for i in range(2)]
   deadline = time.monotonic() + seconds
-  while time.monotonic() < deadline and any(p.poll() is None for p in procs):
+  while True:
     failed = [i for i, p in enumerate(procs) if p.poll() not in (None, 0)]
     if failed:
       for p in procs:
         p.kill()
       pytest.fail(f"process {failed[0]} failed:\n" + _tail(logs[failed[0]]))
+    if all(p.poll() is not None for p in procs) or time.monotonic() >= deadline:
+      break
     time.sleep(0.5)
   if any(p.poll() is None for p in procs):
     for p in procs:

@@ -147,8 +147,6 @@ def _cayley_transform(fn: str, inner: Any, rho: Any, *, neumann: bool, order: An
     if sgd_series_lr is not None:
       _validation.check_positive_number(fn, "sgd_series_lr", sgd_series_lr)
   neumann_args = (order, reset_every, threshold, sgd_series_lr) if neumann else None
-  if released and not neumann:
-    _validation.fail(fn, "two_kernel_update", two_kernel_update, "'own' for scoRNN")
 
   def init_fn(params):
     if released:
