@@ -37,7 +37,8 @@ AXIS = "data"
 def initialize(config) -> bool:
   """Starts JAX's multi-process runtime when ``config.distributed.coordinator_address`` is
   set (``jax.distributed.initialize`` with ``num_processes`` and ``process_id``; on CPUs
-  with the gloo collectives, which cross-process CPU programs need). Returns whether it did.
+  with the gloo collectives, which cross-process CPU programs need, and without the persistent
+  compilation cache, whose cross-process CPU programs hang). Returns whether it did.
   Must run before any other JAX computation of the process; a second call is a no-op."""
   d = config.get("distributed", None)
   address = "" if d is None else (d.get("coordinator_address", "") or "")
@@ -54,6 +55,7 @@ def initialize(config) -> bool:
   if jax.config.jax_platforms in (None, "", "cpu") or str(
       jax.config.jax_platforms).startswith("cpu"):
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    _without_persistent_cache()
   jax.distributed.initialize(coordinator_address=address, num_processes=int(num),
                              process_id=int(pid))
   return True
@@ -80,6 +82,16 @@ def any_process(flag: bool) -> bool:
     return bool(flag)
   from jax.experimental import multihost_utils  # pylint: disable=g-import-not-at-top
   return bool(np.any(multihost_utils.process_allgather(np.asarray(flag, np.bool_))))
+
+
+def _without_persistent_cache() -> None:
+  """Turns JAX's persistent compilation cache off for a multi-process CPU run (said once when
+  it was on): a cross-process CPU program read back from the cache (jax 0.12) waits in its
+  first collective for ever, so every process compiles its programs afresh."""
+  if jax.config.jax_enable_compilation_cache and jax.config.jax_compilation_cache_dir:
+    print("lvf_jax: persistent compilation cache off for this multi-process CPU run (programs "
+          "with cross-process CPU collectives read back from it hang)", flush=True)
+  jax.config.update("jax_enable_compilation_cache", False)
 
 
 def make_mesh(spec: str, batch_size: Optional[int] = None) -> Optional[jax.sharding.Mesh]:
