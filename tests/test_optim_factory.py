@@ -303,6 +303,11 @@ def test_make_optimizer_errors():
     optim.make_optimizer({"orthogonal_method": "neumann_cayley", "neumann_step": "adam"})
   with pytest.raises(ValueError, match=r"make_optimizer: argument 'two_kernel_update' must"):
     optim.make_optimizer({"orthogonal_method": "neumann_cayley", "two_kernel_update": "mine"})
+  for key, value in (("neumann_step", "sgd"), ("two_kernel_update", "released")):
+    for method in ("trivialization", "scornn", "multiplicative"):  # they would ignore it
+      with pytest.raises(ValueError, match=rf"field '{key}' applies to orthogonal_method="
+                                           rf"'neumann_cayley' only .*='{method}'"):
+        optim.make_optimizer({"orthogonal_method": method, key: value})
   with pytest.raises(ValueError, match=r"make_optimizer: argument 'config' must be a dict"):
     optim.make_optimizer(3)
   tx = optim.make_optimizer({"orthogonal_method": "scornn", "rho": 20})

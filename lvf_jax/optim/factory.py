@@ -238,6 +238,7 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
   _validation.check_choice(fn, "orth_optimizer", orth_kind, OPTIMIZERS)
   method = _validation.check_choice(fn, "orthogonal_method", c["orthogonal_method"],
                                     ORTHOGONAL_METHODS)
+  _neumann_only(fn, c, method)
 
   sched, sched_orth, sched_vf, sched_div = (_schedule(fn, c, v)
                                             for v in (lr, lr_orth, lr_vf, lr_div))
@@ -281,6 +282,19 @@ def make_optimizer(config: Any) -> optax.GradientTransformationExtraArgs:
   if wd > 0:
     tx = optax.chain(optax.add_decayed_weights(wd, mask=readout_kernels), tx)
   return optax.with_extra_args_support(tx)
+
+
+def _neumann_only(fn: str, c: dict, method: str) -> None:
+  """Raises ValueError where an option of ``'neumann_cayley'`` alone is set away from its
+  default with another ``orthogonal_method`` (which would ignore it)."""
+  if method == "neumann_cayley":
+    return
+  for key in ("neumann_step", "two_kernel_update"):
+    if c[key] != DEFAULTS[key]:
+      raise ValueError(
+          f"{fn}: config field {key!r} applies to orthogonal_method='neumann_cayley' only "
+          f"(default {DEFAULTS[key]!r} otherwise); got {key}={c[key]!r} with "
+          f"orthogonal_method={method!r}.")
 
 
 def readout_kernels(params: Any) -> Any:
