@@ -149,13 +149,23 @@ def _start(command, env, log):
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=err)
 
 
-def _attempt(tmp_path, args, env, attempt, seconds=300):
-  """One try of the command in two processes (outputs to files, so that neither blocks on
-  a full pipe while the other waits in a collective). Returns their stdouts, ``None`` when
-  they hang (then each was sent SIGABRT: faulthandler prints every thread's stack); a
-  process that fails stops the other and fails the test with its output."""
+def _tail(log, chars=3000):
+  """A process's output: the end of stdout; stderr from faulthandler's dump (the innermost
+  frames first) when there is one, else its end."""
+  err = log.with_suffix(".err").read_text()
+  dump = err.find("Fatal Python error")
+  return (f"stdout: {log.with_suffix('.out').read_text()[-chars:]}\n"
+          f"stderr: {err[dump:dump + 2 * chars] if dump >= 0 else err[-chars:]}")
+
+
+def _two_processes(tmp_path, args, env, seconds=300):
+  """The command in two processes, outputs to files (so that neither blocks on a full pipe
+  while the other waits in a collective); returns their stdouts. A process that fails stops
+  the other and fails the test with its output; a hang (both alive after ``seconds``) sends
+  each SIGABRT (faulthandler prints every thread's stack) and fails with both."""
+  env = dict(env, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
   address = f"127.0.0.1:{_free_port()}"
-  logs = [tmp_path / f"try{attempt}-process{i}" for i in range(2)]
+  logs = [tmp_path / f"process{i}" for i in range(2)]
   procs = [_start([sys.executable, "-m", "experiments.main", f"--workdir={tmp_path / 'two'}",
                    *args, f"--config.distributed.coordinator_address={address}",
                    "--config.distributed.num_processes=2", f"--config.distributed.process_id={i}"],
@@ -178,28 +188,8 @@ def _attempt(tmp_path, args, env, attempt, seconds=300):
         p.wait(timeout=60)
       except subprocess.TimeoutExpired:
         p.kill()
-    return None
+    pytest.fail("the two-process run hung:\n" + "\n".join(_tail(log) for log in logs))
   return [log.with_suffix(".out").read_text() for log in logs]
-
-
-def _tail(log, chars=3000):
-  """A process's output: the end of stdout; stderr from faulthandler's dump (the innermost
-  frames first) when there is one, else its end."""
-  err = log.with_suffix(".err").read_text()
-  dump = err.find("Fatal Python error")
-  return (f"stdout: {log.with_suffix('.out').read_text()[-chars:]}\n"
-          f"stderr: {err[dump:dump + 2 * chars] if dump >= 0 else err[-chars:]}")
-
-
-def _two_processes(tmp_path, args, env):
-  """The run in two processes; a hang (both processes alive after 300 s) fails with both
-  processes' stacks, as does a failed process."""
-  env = dict(env, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
-  outs = _attempt(tmp_path, args, env, 0)
-  if outs is None:
-    pytest.fail("the two-process run hung:\n" + "\n".join(
-        _tail(tmp_path / f"try0-process{i}") for i in range(2)))
-  return outs
 
 
 COMMON = ["--config.train.steps=4", "--config.train.batch_size=8",
