@@ -304,6 +304,28 @@ def test_a_row_short_of_its_budget_or_with_one_seed_measures_no_scatter(tmp_path
       [np.std(values, ddof=1) / np.mean(values)], rel=1e-12)
 
 
+def test_a_row_testing_a_hypothesis_measures_its_tasks_scatter_beside_the_papers_row(tmp_path):
+  table = rows.get("ncgru-t2")
+  paper_row, study_row = (table.row(i) for i in ("denoise-ncgru-uc-t400",
+                                                 "denoise-ncgru-uc-t400-released-both"))
+  assert study_row.overrides != paper_row.overrides  # a varied recipe, the same task
+  def seeds(values, row):
+    return {"seeds": {str(k): {"seed": k, "steps": runner.budget_of(row),
+                               "metrics": {"min_train_loss": v}}
+                      for k, v in enumerate(values)}}
+  paper_values, study_values = [0.010, 0.011, 0.012], [0.006, 0.013, 0.020]
+  store = {"table": table.id, "rows": {paper_row.id: seeds(paper_values, paper_row),
+                                       study_row.id: seeds(study_values, study_row)}}
+  os.makedirs(tmp_path / "results")
+  archive.save(archive.path_for(str(tmp_path), table.id), store)
+  measured = pages.seed_scatters(str(tmp_path / "runs"), str(tmp_path))
+  expected = sorted(np.std(v, ddof=1) / np.mean(v) for v in (paper_values, study_values))
+  assert sorted(measured[("denoise", "min_train_loss")]) == pytest.approx(  # float64
+      expected, rel=1e-12)
+  assert claims.scatter_for(measured, "denoise", "min_train_loss") == pytest.approx(
+      np.median(expected), rel=1e-12)  # the median of two: their mean, float64
+
+
 def test_every_claim_names_rows_of_its_table_and_quotes_its_paper():
   papers = os.path.join(os.path.dirname(ROOT), "shared", "papers")
   texts = ([open(os.path.join(papers, f)).read() for f in os.listdir(papers)]

@@ -696,8 +696,11 @@ def _verdict_lines() -> list[str]:
       "and the tolerance of the metric's kind at the worse one. A row with one seed has no "
       "spread of its own: its standard error is its value times the seed scatter measured "
       "where several seeds ran (the median relative standard deviation of the complete rows "
-      "of its task and metric with two or more seeds; for a synthetic task's minimum loss "
-      "without one, of every such row of that kind), or none where nothing is measured; "
+      "of its task and metric with two or more seeds, a row that varies a recipe to test a "
+      "hypothesis included, since its seeds measure the same task's training noise and "
+      "leaving a measurement out for what it decides would choose the answer; for a "
+      "synthetic task's minimum loss without one, of every such row of that kind), or none "
+      "where nothing is measured; "
       "the claim's line names the scatter it used. A claim is:", "",
       *[f"- `{c}`: {why}." for c, why in claims_lib.STATUSES.items()]]
 
