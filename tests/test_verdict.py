@@ -285,17 +285,20 @@ def test_the_measured_scatters_are_the_complete_multi_seed_rows_of_the_records()
     assert all(any(np.isclose(x, m, rtol=1e-12) for m in measured[key]) for x in values), key
 
 
+def _seed_records(metric, values, steps):
+  """A row's archive entry: one record per value, seeds 0, 1, ..., each of ``steps``."""
+  return {"seeds": {str(k): {"seed": k, "steps": steps, "metrics": {metric: v}}
+                    for k, v in enumerate(values)}}
+
+
 def test_a_row_short_of_its_budget_or_with_one_seed_measures_no_scatter(tmp_path):
   table = rows.get("lvf-t3")
   full, short, single = (table.row(i) for i in ("jsb-rnn", "jsb-urnn", "jsb-eurnn"))
-  def seeds(values, steps):
-    return {"seeds": {str(k): {"seed": k, "steps": steps, "metrics": {"test_loss": v}}
-                      for k, v in enumerate(values)}}
   values = [8.5, 8.7, 8.6, 8.65, 8.55][:max(full.seeds, 2)]
   store = {"table": table.id, "rows": {
-      full.id: seeds(values, runner.budget_of(full)),
-      short.id: seeds([9.0, 9.5, 9.2], runner.budget_of(short) - 1),
-      single.id: seeds([9.1], runner.budget_of(single))}}
+      full.id: _seed_records("test_loss", values, runner.budget_of(full)),
+      short.id: _seed_records("test_loss", [9.0, 9.5, 9.2], runner.budget_of(short) - 1),
+      single.id: _seed_records("test_loss", [9.1], runner.budget_of(single))}}
   os.makedirs(tmp_path / "results")
   archive.save(archive.path_for(str(tmp_path), table.id), store)
   measured = pages.seed_scatters(str(tmp_path / "runs"), str(tmp_path))
@@ -309,13 +312,10 @@ def test_a_row_testing_a_hypothesis_measures_its_tasks_scatter_beside_the_papers
   paper_row, study_row = (table.row(i) for i in ("denoise-ncgru-uc-t400",
                                                  "denoise-ncgru-uc-t400-released-both"))
   assert study_row.overrides != paper_row.overrides  # a varied recipe, the same task
-  def seeds(values, row):
-    return {"seeds": {str(k): {"seed": k, "steps": runner.budget_of(row),
-                               "metrics": {"min_train_loss": v}}
-                      for k, v in enumerate(values)}}
   paper_values, study_values = [0.010, 0.011, 0.012], [0.006, 0.013, 0.020]
-  store = {"table": table.id, "rows": {paper_row.id: seeds(paper_values, paper_row),
-                                       study_row.id: seeds(study_values, study_row)}}
+  store = {"table": table.id, "rows": {
+      paper_row.id: _seed_records("min_train_loss", paper_values, runner.budget_of(paper_row)),
+      study_row.id: _seed_records("min_train_loss", study_values, runner.budget_of(study_row))}}
   os.makedirs(tmp_path / "results")
   archive.save(archive.path_for(str(tmp_path), table.id), store)
   measured = pages.seed_scatters(str(tmp_path / "runs"), str(tmp_path))
