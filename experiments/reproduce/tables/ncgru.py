@@ -173,8 +173,9 @@ POOL_NOTE = ("the preset trained on a fixed set of 100,000 sequences for 10 epoc
 OWN_A_NOTE = ("the preset with scoRNN's skew parameter A at RMSprop 1e-4, decay 0.9, the "
               "optimiser of scoRNN's own adding set-up (Helfrich et al. 2018, "
               "arXiv:1707.09520, its code `scoRNN_adding.py`), in place of Sec. 4.3's Adam "
-              "1e-3; the input, output and bias parameters stay at Adam 1e-3; nothing else "
-              "changed")
+              "1e-3 (TensorFlow's RMSprop starts its mean square at 1 with eps 1e-10, this one "
+              "at 0 with eps 1e-8); the input, output and bias parameters stay at Adam 1e-3; "
+              "nothing else changed")
 #: ``(id suffix, model label, overrides, note, models)`` of each setting tested at T = 400.
 T400_STUDIES = (
     ("pool", "fixed 100,000", {"train.train_pool": POOL}, POOL_NOTE, ("lstm", "scornn")),
