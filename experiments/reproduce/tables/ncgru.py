@@ -89,6 +89,13 @@ RELEASED_CODE_NOTE = ("the preset with every change read from the authors' relea
                       "else changed")
 
 
+def _varied(row, suffix, label, changes, note):
+  """``row`` with ``changes`` on its overrides, as the study row ``<id>-<suffix>`` named
+  ``<model> (<label>)`` with ``note``."""
+  return dataclasses.replace(row, id=f"{row.id}-{suffix}", model=f"{row.model} ({label})",
+                             overrides={**row.overrides, **changes}, note=note)
+
+
 def _released_rows(rows, tested, input_features, two_kernels=()):
   """``rows`` followed by three study rows for each row of ``tested``: the released cell's
   initialisers (``-released-init``; ``input_features`` is the task's input size), the
@@ -103,10 +110,8 @@ def _released_rows(rows, tested, input_features, two_kernels=()):
               {**init, **step}, tested),
              ("released-code", "released code", RELEASED_CODE_NOTE,
               {**init, **step, "optim.two_kernel_update": "released"}, two_kernels))
-  return rows + tuple(
-      dataclasses.replace(r, id=f"{r.id}-{suffix}", model=f"{r.model} ({label})",
-                          overrides={**r.overrides, **changes}, note=note)
-      for suffix, label, note, changes, ids in studies for r in rows if r.id in ids)
+  return rows + tuple(_varied(r, suffix, label, changes, note)
+                      for suffix, label, note, changes, ids in studies for r in rows if r.id in ids)
 
 
 T1 = Table(
@@ -190,11 +195,10 @@ def _t400_studies(rows):
   which name them as what might explain them."""
   study, tested = [], {}
   for suffix, label, overrides, note, models in T400_STUDIES:
-    for r in rows:
-      if r.id in {f"adding-{m}-t400" for m in models}:
-        study.append(dataclasses.replace(r, id=f"{r.id}-{suffix}", model=f"{r.model} ({label})",
-                                         overrides={**r.overrides, **overrides}, note=note))
-        tested.setdefault(r.id, []).append(f"ncgru-t3/{r.id}-{suffix}")
+    ids = {f"adding-{m}-t400" for m in models}
+    for r in (r for r in rows if r.id in ids):
+      study.append(_varied(r, suffix, label, overrides, note))
+      tested.setdefault(r.id, []).append(f"ncgru-t3/{r.id}-{suffix}")
   marked = tuple(dataclasses.replace(r, explained_by=tuple(tested[r.id])) if r.id in tested
                  else r for r in rows)
   return marked + tuple(study)
