@@ -846,6 +846,57 @@ def test_a_part_killed_before_its_result_leaves_the_wall_time_incomplete():
   assert harness.wall_covers_run(2, {"steps": 2})  # a result without the field
 
 
+def _piece_nll_numpy(model, variables, batches):
+  """``(nll, frames, max_notes)`` of every piece with a frame, each run through the model alone
+  and unpadded, the NLL per frame from the logits in float64 (Bernoulli over 88 keys)."""
+  nll, frames, notes = [], [], []
+  for b in batches:
+    for x, y, m in zip(np.asarray(b["inputs"]), np.asarray(b["targets"]), np.asarray(b["mask"])):
+      t = int(m.sum())
+      if not t:
+        continue
+      z = np.asarray(model.apply(variables, x[None, :t]), np.float64)[0]
+      # -[y log s(z) + (1 - y) log(1 - s(z))] = softplus(z) - y z
+      nll.append(float((np.logaddexp(0.0, z) - y[:t] * z).sum() / t))
+      frames.append(t)
+      notes.append(int(y[:t].sum(axis=-1).max()))
+  return np.array(nll), frames, notes
+
+
+@needs_data
+def test_the_per_piece_nll_of_a_music_row_is_each_test_piece_alone(tmp_path, tfds_dir,
+                                                                    monkeypatch):
+  monkeypatch.setenv(paths.TFDS_DIR_ENV, tfds_dir)
+  work, out = tmp_path / "runs", tmp_path / "pages"
+  row = rows.get("lvf-t3").row("musedata-nnrnn-lr-orth")
+  assert "piece_nll" in row.diagnostics
+  assert cli.main(["lvf-t3", "--rows", row.id, "--smoke", "--workdir", str(work),
+                   "--out", str(out)]) == 0
+  run_dir = work / "lvf-t3" / row.id / "seed0"
+  result = json.loads((run_dir / harness.RESULT).read_text())
+  got = result["diagnostics"]["piece_nll"]
+  model, variables, c = zoo.load_run(str(run_dir))
+  pipeline = builders.build_pipeline(c)
+  nll, frames, notes = _piece_nll_numpy(model, variables, pipeline.eval_batches("test"))
+  order = np.argsort(-nll, kind="stable")
+  assert got["split"] == "test" and got["pieces"] == len(nll) >= 3
+  # float32 logits of a 24-step chain with padding to the batch's length against the piece
+  # alone: each piece's NLL sums 24 x 88 terms of those logits, within F32_LONG's 40,000
+  assert got["median"] == pytest.approx(np.median(nll), rel=tol.F32_LONG["rtol"])
+  assert got["mean"] == pytest.approx(result["metrics"]["test_nll_per_sequence"],
+                                      rel=tol.F32_LONG["rtol"])
+  assert [p["index"] for p in got["worst"]] == list(order[:2])
+  for p in got["worst"]:
+    assert p["nll"] == pytest.approx(nll[p["index"]], rel=tol.F32_LONG["rtol"])
+    assert (p["frames"], p["max_notes"]) == (frames[p["index"]], notes[p["index"]])
+  assert got["mean_without_worst"] == pytest.approx(nll[order[2:]].mean(), rel=tol.F32_LONG["rtol"])
+  cell = diagnostics.cell("piece_nll", got)
+  assert cell.startswith(f"median {got['median']:.3g} of {len(nll)}; worst ")
+  page = (out / "lvf-t3.md").read_text()
+  assert "| per piece |" in page and f"| {row.id} | 0 | 2 | {cell} |" in page
+  assert "| jsb-rnn |" not in page.split("## Diagnostics")[1]  # names no measurement
+
+
 @needs_data
 def test_reevaluate_adds_a_missing_metric_and_keeps_the_recorded_figures(tmp_path, tfds_dir,
                                                                          monkeypatch):

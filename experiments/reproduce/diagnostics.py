@@ -24,7 +24,11 @@ gives None where the run has neither yet.
 - ``after_update``: each training batch's loss before its update (what the run logs) and
   after it, on the same batch, replaying the run's last steps from a retained checkpoint: by
   how much a log of the loss after the update (as the NC-GRU authors' released denoise code
-  writes it) reads below the harness's.
+  writes it) reads below the harness's;
+- ``piece_nll``: the NLL per frame of every test piece of a music run, each piece alone
+  (Azencot et al. 2021, arXiv:2102.09589, Fig. 3 compares models piece by piece): the median
+  and the pieces furthest above it, with their frames and notes, so that a mean over pieces
+  that a few pieces dominate shows as such.
 """
 
 from __future__ import annotations
@@ -68,13 +72,17 @@ DESCRIPTIONS = {
                      "earliest retained checkpoint, the mean ratio of each training batch's "
                      "loss after its own update to its loss before it (the logged one), with "
                      "the number of steps replayed"),
+    "piece_nll": ("'per piece' is, at the best validation step, the NLL per frame of each "
+                  "test piece alone (`lvf_jax.data.music_nll_per_sequence`): its median over "
+                  "the pieces, then the worst pieces, each as NLL (frames, most notes "
+                  "sounding in a frame), and the mean over pieces without those worst ones"),
 }
 
 #: The column heading of each measurement.
 HEADINGS = {"target_reached": "target reached at", "gradient_reach": "dh_T/dh_1",
             "memory_probe": "h_T memory", "field_divergence": "||div V||",
             "singular_values": "singular values", "batch_minimum": "one batch's minimum",
-            "after_update": "after the update"}
+            "after_update": "after the update", "piece_nll": "per piece"}
 
 #: Test sequences of :func:`memory_probe` in a smoke run.
 SMOKE_PROBE_BATCH = 16
@@ -292,6 +300,60 @@ def _replay_error(run_dir: str, start: int, before, log_every: int) -> Optional[
                  r["loss"] - 1) for r in logged)
 
 
+def piece_nll(run_dir: str, *, split: str = "test", worst: int = 2,
+              smoke: bool = False) -> Optional[dict]:
+  """``{"split", "pieces", "mean", "median", "worst", "mean_without_worst"}``: the NLL per
+  frame of each piece of ``split`` (every piece weighted equally, as the record's
+  ``nll_per_sequence``) at the run's best validation variables.
+
+  ``worst`` lists the ``worst`` highest pieces, highest first, each as ``{"index"`` (its place
+  in the split), ``"nll", "frames", "max_notes"`` (most keys on in one predicted frame)``}``;
+  ``mean_without_worst`` is the mean over the other pieces. None for a task other than music
+  or before the first evaluation.
+  """
+  del smoke  # the split as the run evaluates it
+  run = _best_run(run_dir)
+  if run is None:
+    return None
+  from lvf_jax.train import builders  # pylint: disable=g-import-not-at-top
+  model, variables, c = run
+  pipeline = builders.build_pipeline(c)
+  if not getattr(pipeline, "is_music", False):
+    return None
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  nll, frames, notes = _pieces(model, variables, pipeline, split)
+  order = np.argsort(-nll, kind="stable")[:worst]
+  rest = np.delete(nll, order)
+  return {"split": split, "pieces": int(len(nll)), "mean": float(nll.mean()),
+          "median": float(np.median(nll)),
+          "worst": [{"index": int(i), "nll": float(nll[i]), "frames": int(frames[i]),
+                     "max_notes": int(notes[i])} for i in order],
+          "mean_without_worst": float(rest.mean()) if len(rest) else None}
+
+
+def _pieces(model, variables, pipeline, split: str) -> tuple:
+  """``(nll, frames, max_notes)`` arrays over the pieces of ``split`` that have a predicted
+  frame, in the split's order: :func:`piece_nll`'s per-piece values."""
+  import jax  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from lvf_jax import data as data_lib  # pylint: disable=g-import-not-at-top
+
+  @jax.jit
+  def per_piece(batch):
+    (outputs, _), _ = pipeline.forward(model, variables, batch, None, deterministic=True,
+                                       rngs={}, mutable=False)
+    return data_lib.music_nll_per_sequence(outputs, batch["targets"], batch["mask"])
+
+  nll, frames, notes = [], [], []
+  for b in pipeline.eval_batches(split):
+    mask = np.asarray(b["mask"]) > 0
+    keep = mask.any(axis=-1)  # padded rows have no frame
+    nll.append(np.asarray(per_piece(b), np.float64)[keep])
+    frames.append(mask.sum(axis=-1)[keep])
+    notes.append((np.asarray(b["targets"]).sum(axis=-1) * mask).max(axis=-1)[keep])
+  return tuple(np.concatenate(a) for a in (nll, frames, notes))
+
+
 def measured(records, name: str) -> list:
   """The recorded value of measurement ``name`` of each record that has one, in the
   records' order (a seed without a best validation step records None)."""
@@ -348,7 +410,7 @@ MEASUREMENTS: dict[str, Callable[..., Any]] = {
     "target_reached": target_reached, "gradient_reach": gradient_reach,
     "memory_probe": memory_probe, "field_divergence": field_divergence,
     "singular_values": singular_values, "batch_minimum": batch_minimum,
-    "after_update": after_update}
+    "after_update": after_update, "piece_nll": piece_nll}
 
 
 def check(names) -> None:
@@ -383,6 +445,11 @@ def cell(name: str, value: Any) -> str:
     return f"{value['min']:.3g} / {value['mean']:.3g} / {value['max']:.3g}"
   if name == "after_update":
     return f"{value['ratio']:.3g} ({value['steps']:,} steps from {value['from_step']:,})"
+  if name == "piece_nll":
+    worst = "; ".join(f"{p['nll']:.3g} ({p['frames']:,} frames, {p['max_notes']} notes)"
+                      for p in value["worst"])
+    return (f"median {value['median']:.3g} of {value['pieces']}; worst {worst}; mean "
+            f"without them {_fmt(value['mean_without_worst'])}")
   if name == "memory_probe":
     return (f"{value['capacity']:.1f} of n = {value['n']}; target R^2 "
             f"{max(value['target_r2'], 0.0):.2f}")

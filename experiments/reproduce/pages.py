@@ -499,7 +499,8 @@ def claims_lines(table: Table, workdir: str, archive: Optional[dict],
 def diagnostics_lines(table: Table, workdir: str, archive: Optional[dict] = None
                       ) -> list[str]:
   """The page's section of the measurements its rows name (``Row.diagnostics``): what each
-  one is and its value per recorded seed (none without such rows)."""
+  one is and its value per recorded seed of each row that names one (none without such
+  rows)."""
   from experiments.reproduce import diagnostics  # pylint: disable=g-import-not-at-top
   names = list(dict.fromkeys(n for row in table.rows for n in row.diagnostics))
   if not names:
@@ -511,7 +512,7 @@ def diagnostics_lines(table: Table, workdir: str, archive: Optional[dict] = None
            + "; ".join(diagnostics.DESCRIPTIONS[n] for n in names) + ".",
            "", "| row | seed | steps | " + " | ".join(diagnostics.HEADINGS[n] for n in names)
            + " |", "|---|---|---|" + "---|" * len(names)]
-  for row in table.rows:
+  for row in (r for r in table.rows if r.diagnostics):
     for r in row_results(table, row, workdir, archive):
       values = r.get("diagnostics") or {}
       cells = [diagnostics.cell(n, values.get(n)) for n in names]

@@ -228,6 +228,10 @@ def _t2_fsdd_row(preset, name, val, test, kappa):
              steps=FSDD_STEPS, note=FSDD_NOTE)
 
 
+# MuseData's metric is a mean over pieces: its per-piece spread shows what dominates it.
+MUSE_DIAGNOSTICS = {"piece_nll": {}}
+
+
 def _t3_rows(preset, name, jsb, muse):
   return (Row(id=f"jsb-{preset}", task="JSB", model=name, paper={"test_loss": jsb},
               config=f"jsb.py:{preset}", paper_params="~350k", steps=JSB_STEPS,
@@ -235,7 +239,7 @@ def _t3_rows(preset, name, jsb, muse):
           Row(id=f"musedata-{preset}", task="MuseData", model=name,
               paper={"test_nll_per_sequence": muse}, config=f"musedata.py:{preset}",
               paper_params="~350k", steps=MUSE_STEPS, seeds=3 if preset == "lvf" else 1,
-              note=_note("musedata", preset, MUSE_AVERAGE)))
+              diagnostics=MUSE_DIAGNOSTICS, note=_note("musedata", preset, MUSE_AVERAGE)))
 
 
 def _t4_row(preset, name, ce, acc, params):
@@ -291,7 +295,7 @@ T3_MUSE_LR_ORTH = tuple(
     Row(id=f"musedata-{preset}-lr-orth", task="MuseData", model=f"{name} (skew at lr)",
         paper={"test_nll_per_sequence": muse}, config=f"musedata.py:{preset}",
         overrides={"optim.lr_orth": 1e-3}, paper_params="~350k", steps=MUSE_STEPS,
-        note=MUSE_LR_ORTH_NOTE)
+        diagnostics=MUSE_DIAGNOSTICS, note=MUSE_LR_ORTH_NOTE)
     for preset, name, _, muse in _T3 if preset in ("exprnn", "nnrnn"))
 
 T3_LITERAL = Row(id="jsb-lvf-literal", task="JSB", model="lvfRNN (Table 5 literal)",
