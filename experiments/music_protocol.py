@@ -32,6 +32,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from experiments.reproduce import provenance as provenance_lib
+from experiments.reproduce.floors import bernoulli_frame_nll, markov_frame_nll
 from experiments.reproduce import verdict as verdict_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -42,7 +43,6 @@ COMMAND = "python -m experiments.music_protocol"
 SETS = ("jsb", "musedata")
 SPLITS = ("train", "valid", "test")
 EVAL_SPLITS = ("valid", "test")
-EPS = 1e-7
 #: The Table 3 rows of the harness shown beside the published figures: (row id, model).
 T3_ROWS = (("jsb-rnn", "RNN"), ("jsb-nnrnn", "nnRNN"), ("jsb-lvf", "lvfRNN"),
            ("musedata-rnn", "RNN"), ("musedata-nnrnn", "nnRNN"), ("musedata-lvf", "lvfRNN"))
@@ -117,49 +117,6 @@ PUBLISHED = {
 
 # ----------------------------------------------------------------------------------------------
 # Measurements
-
-
-def _bce(p: np.ndarray, y: np.ndarray) -> np.ndarray:
-  """Per-frame NLL (nats, summed over keys) of binary ``y`` under probabilities ``p``."""
-  p = np.clip(p, EPS, 1 - EPS)
-  y = y.astype(np.float64)
-  return -(y * np.log(p) + (1 - y) * np.log1p(-p)).sum(axis=-1)
-
-
-def bernoulli_frame_nll(train: Sequence[np.ndarray], pieces: Sequence[np.ndarray]) -> list:
-  """Per-frame NLL of each piece under one Bernoulli per key fitted on ``train``.
-
-  Args:
-    train: training piano rolls, each ``(T, 88)`` binary.
-    pieces: the rolls to score; every frame after the first of a piece is predicted.
-
-  Returns:
-    one ``(T - 1,)`` array per piece.
-  """
-  p = np.concatenate([r[1:] for r in train]).mean(axis=0)
-  return [_bce(np.broadcast_to(p, r[1:].shape), r[1:]) for r in pieces]
-
-
-def markov_frame_nll(train: Sequence[np.ndarray], pieces: Sequence[np.ndarray]) -> list:
-  """Per-frame NLL of each piece under a first-order Markov chain per key fitted on ``train``
-  (one pseudo-count per transition, as :func:`experiments.reproduce.floors.markov_nll`).
-
-  Args:
-    train: training piano rolls, each ``(T, 88)`` binary.
-    pieces: the rolls to score.
-
-  Returns:
-    one ``(T - 1,)`` array per piece.
-  """
-  prev = np.concatenate([r[:-1] for r in train]).astype(np.float64)
-  nxt = np.concatenate([r[1:] for r in train]).astype(np.float64)
-  on_on = ((prev * nxt).sum(0) + 1) / (prev.sum(0) + 2)
-  off_on = (((1 - prev) * nxt).sum(0) + 1) / ((1 - prev).sum(0) + 2)
-  out = []
-  for r in pieces:
-    x = r[:-1].astype(np.float64)
-    out.append(_bce(x * on_on + (1 - x) * off_on, r[1:]))
-  return out
 
 
 def averages(frame_nll: Sequence[np.ndarray]) -> dict:

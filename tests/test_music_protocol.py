@@ -1,4 +1,5 @@
-"""Tests of experiments/music_protocol.py: its averages and floors against plain NumPy."""
+"""Tests of experiments/music_protocol.py and the music floors of
+experiments/reproduce/floors.py: their averages and floors against plain NumPy."""
 
 import math
 import os
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from experiments import music_protocol as mp
+from experiments.reproduce import floors
 
 
 def _rolls(seed, lengths, density=0.1):
@@ -20,7 +22,7 @@ def _nll(p, y):
   for t in range(y.shape[0]):
     total = 0.0
     for k in range(88):
-      q = min(max(float(p[t][k]), mp.EPS), 1 - mp.EPS)
+      q = min(max(float(p[t][k]), floors.EPS), 1 - floors.EPS)
       total -= math.log(q) if y[t, k] else math.log(1 - q)
     out.append(total)
   return np.array(out)
@@ -57,10 +59,10 @@ def test_floors_under_both_averages(floor):
   if floor == "bernoulli":
     p = np.concatenate([r[1:] for r in train]).mean(axis=0)
     ref = [_nll(np.tile(p, (len(r) - 1, 1)), r[1:]) for r in test]
-    got = mp.bernoulli_frame_nll(train, test)
+    got = floors.bernoulli_frame_nll(train, test)
   else:
     ref = _reference_markov(train, test)
-    got = mp.markov_frame_nll(train, test)
+    got = floors.markov_frame_nll(train, test)
   for g, r in zip(got, ref):
     np.testing.assert_allclose(g, r, rtol=1e-10)  # float64 sums of <= 88 x 40 terms: 1e-13
   fw, pp, summed = _reference_averages(ref)
@@ -96,7 +98,6 @@ def test_real_data_floor_matches_harness():
   data_dir = os.environ.get("LVF_JAX_DATA_DIR", "")
   if not data_dir or not os.path.isdir(os.path.join(data_dir, "polyphonic")):
     pytest.skip("no music data (set LVF_JAX_DATA_DIR)")
-  from experiments.reproduce import floors  # pylint: disable=g-import-not-at-top
   from lvf_jax.data import readers  # pylint: disable=g-import-not-at-top
   rolls = readers.read_music(readers.music_source_file(data_dir, "jsb"))
   got = mp.measure_set(rolls)

@@ -25,7 +25,7 @@ from experiments.reproduce import (archive, diagnostics, floors, harness, pages,
                                    runner, step_times)
 from experiments.reproduce import verdict as verdict_lib
 from lvf_jax import zoo
-from lvf_jax.data import paths
+from lvf_jax.data import paths, readers
 from lvf_jax.train import builders, config as config_lib
 import tolerances as tol
 
@@ -846,10 +846,11 @@ def test_a_part_killed_before_its_result_leaves_the_wall_time_incomplete():
   assert harness.wall_covers_run(2, {"steps": 2})  # a result without the field
 
 
-def _piece_nll_numpy(model, variables, batches):
-  """``(nll, frames, max_notes)`` of every piece with a frame, each run through the model alone
-  and unpadded, the NLL per frame from the logits in float64 (Bernoulli over 88 keys)."""
-  nll, frames, notes = [], [], []
+def _piece_nll_numpy(model, variables, batches, chain):
+  """``(nll, frames, max_notes, floor)`` of every piece with a frame, each run through the
+  model alone and unpadded, the NLL per frame from the logits in float64 (Bernoulli over 88
+  keys), ``floor`` that of the Markov chain ``chain = (p(on | on), p(on | off))``."""
+  nll, frames, notes, floor = [], [], [], []
   for b in batches:
     for x, y, m in zip(np.asarray(b["inputs"]), np.asarray(b["targets"]), np.asarray(b["mask"])):
       t = int(m.sum())
@@ -860,7 +861,18 @@ def _piece_nll_numpy(model, variables, batches):
       nll.append(float((np.logaddexp(0.0, z) - y[:t] * z).sum() / t))
       frames.append(t)
       notes.append(int(y[:t].sum(axis=-1).max()))
-  return np.array(nll), frames, notes
+      p = np.where(x[:t] == 1, chain[0], chain[1])
+      floor.append(float(-np.where(y[:t] == 1, np.log(p), np.log(1 - p)).sum() / t))
+  return np.array(nll), frames, notes, np.array(floor)
+
+
+def _markov_chain(rolls):
+  """``(p(on | on), p(on | off))`` per key counted over the transitions of ``rolls``, one
+  pseudo-count per transition."""
+  prev = np.concatenate([r[:-1] for r in rolls]).astype(bool)
+  nxt = np.concatenate([r[1:] for r in rolls]).astype(bool)
+  return ((np.sum(prev & nxt, 0) + 1) / (np.sum(prev, 0) + 2),
+          (np.sum(~prev & nxt, 0) + 1) / (np.sum(~prev, 0) + 2))
 
 
 @needs_data
@@ -877,7 +889,9 @@ def test_the_per_piece_nll_of_a_music_row_is_each_test_piece_alone(tmp_path, tfd
   got = result["diagnostics"]["piece_nll"]
   model, variables, c = zoo.load_run(str(run_dir))
   pipeline = builders.build_pipeline(c)
-  nll, frames, notes = _piece_nll_numpy(model, variables, pipeline.eval_batches("test"))
+  train = readers.read_music(readers.music_source_file(RAW, "musedata"))["train"]
+  nll, frames, notes, floor = _piece_nll_numpy(model, variables, pipeline.eval_batches("test"),
+                                               _markov_chain(train))
   order = np.argsort(-nll, kind="stable")
   assert got["split"] == "test" and got["pieces"] == len(nll) >= 3
   # float32 logits of a 24-step chain with padding to the batch's length against the piece
@@ -889,9 +903,13 @@ def test_the_per_piece_nll_of_a_music_row_is_each_test_piece_alone(tmp_path, tfd
   for p in got["worst"]:
     assert p["nll"] == pytest.approx(nll[p["index"]], rel=tol.F32_LONG["rtol"])
     assert (p["frames"], p["max_notes"]) == (frames[p["index"]], notes[p["index"]])
+    # float64 sums of 24 x 88 terms: far inside 1e-9
+    assert p["floor"] == pytest.approx(floor[p["index"]], rel=1e-9)
+  assert got["floor_median"] == pytest.approx(np.median(floor), rel=1e-9)
   assert got["mean_without_worst"] == pytest.approx(nll[order[2:]].mean(), rel=tol.F32_LONG["rtol"])
   cell = diagnostics.cell("piece_nll", got)
-  assert cell.startswith(f"median {got['median']:.3g} of {len(nll)}; worst ")
+  assert cell.startswith(f"median {got['median']:.3g} of {len(nll)} (floor "
+                         f"{np.median(floor):.3g}); worst ")
   page = (out / "lvf-t3.md").read_text()
   assert "| per piece |" in page and f"| {row.id} | 0 | 2 | {cell} |" in page
   assert "| jsb-rnn |" not in page.split("## Diagnostics")[1]  # names no measurement

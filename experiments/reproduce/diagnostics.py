@@ -75,7 +75,10 @@ DESCRIPTIONS = {
     "piece_nll": ("'per piece' is, at the best validation step, the NLL per frame of each "
                   "test piece alone (`lvf_jax.data.music_nll_per_sequence`): its median over "
                   "the pieces, then the worst pieces, each as NLL (frames, most notes "
-                  "sounding in a frame), and the mean over pieces without those worst ones"),
+                  "sounding in a frame, the floor's NLL on that piece), and the mean over "
+                  "pieces without those worst ones; 'floor' is the per-key Markov chain "
+                  "fitted on the training split (a worst piece the floor predicts well is "
+                  "one the model fails on)"),
 }
 
 #: The column heading of each measurement.
@@ -307,9 +310,12 @@ def piece_nll(run_dir: str, *, split: str = "test", worst: int = 2,
   ``nll_per_sequence``) at the run's best validation variables.
 
   ``worst`` lists the ``worst`` highest pieces, highest first, each as ``{"index"`` (its place
-  in the split), ``"nll", "frames", "max_notes"`` (most keys on in one predicted frame)``}``;
-  ``mean_without_worst`` is the mean over the other pieces. None for a task other than music
-  or before the first evaluation.
+  in the split), ``"nll", "frames", "max_notes"`` (most keys on in one predicted frame),
+  ``"floor"`` (the piece's NLL per frame under the per-key Markov chain fitted on the
+  training split, :func:`experiments.reproduce.floors.markov_fit`)``}``: a piece the floor
+  predicts well is one the model fails on, not one without structure; ``floor_median`` is
+  the chain's median over the pieces and ``mean_without_worst`` the model's mean over the
+  other pieces. None for a task other than music or before the first evaluation.
   """
   del smoke  # the split as the run evaluates it
   run = _best_run(run_dir)
@@ -321,22 +327,26 @@ def piece_nll(run_dir: str, *, split: str = "test", worst: int = 2,
   if not getattr(pipeline, "is_music", False):
     return None
   import numpy as np  # pylint: disable=g-import-not-at-top
-  nll, frames, notes = _pieces(model, variables, pipeline, split)
+  nll, frames, notes, floor = _pieces(model, variables, pipeline, split)
   order = np.argsort(-nll, kind="stable")[:worst]
   rest = np.delete(nll, order)
   return {"split": split, "pieces": int(len(nll)), "mean": float(nll.mean()),
-          "median": float(np.median(nll)),
+          "median": float(np.median(nll)), "floor_median": float(np.median(floor)),
           "worst": [{"index": int(i), "nll": float(nll[i]), "frames": int(frames[i]),
-                     "max_notes": int(notes[i])} for i in order],
+                     "max_notes": int(notes[i]), "floor": float(floor[i])} for i in order],
           "mean_without_worst": float(rest.mean()) if len(rest) else None}
 
 
 def _pieces(model, variables, pipeline, split: str) -> tuple:
-  """``(nll, frames, max_notes)`` arrays over the pieces of ``split`` that have a predicted
-  frame, in the split's order: :func:`piece_nll`'s per-piece values."""
+  """``(nll, frames, max_notes, floor)`` arrays over the pieces of ``split`` that have a
+  predicted frame, in the split's order: :func:`piece_nll`'s per-piece values."""
   import jax  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
+  from experiments.reproduce import floors  # pylint: disable=g-import-not-at-top
   from lvf_jax import data as data_lib  # pylint: disable=g-import-not-at-top
+  from lvf_jax.data import paths, readers  # pylint: disable=g-import-not-at-top
+  chain = floors.markov_fit(readers.read_music(
+      readers.music_source_file(paths.raw_data_dir(), pipeline.name))["train"])
 
   @jax.jit
   def per_piece(batch):
@@ -344,14 +354,16 @@ def _pieces(model, variables, pipeline, split: str) -> tuple:
                                        rngs={}, mutable=False)
     return data_lib.music_nll_per_sequence(outputs, batch["targets"], batch["mask"])
 
-  nll, frames, notes = [], [], []
+  nll, frames, notes, floor = [], [], [], []
   for b in pipeline.eval_batches(split):
     mask = np.asarray(b["mask"]) > 0
     keep = mask.any(axis=-1)  # padded rows have no frame
     nll.append(np.asarray(per_piece(b), np.float64)[keep])
     frames.append(mask.sum(axis=-1)[keep])
     notes.append((np.asarray(b["targets"]).sum(axis=-1) * mask).max(axis=-1)[keep])
-  return tuple(np.concatenate(a) for a in (nll, frames, notes))
+    floor.append([floors.markov_step_nll(chain, x[m], y[m]).mean() for x, y, m in
+                  zip(np.asarray(b["inputs"]), np.asarray(b["targets"]), mask) if m.any()])
+  return tuple(np.concatenate(a) for a in (nll, frames, notes, floor))
 
 
 def measured(records, name: str) -> list:
@@ -446,10 +458,11 @@ def cell(name: str, value: Any) -> str:
   if name == "after_update":
     return f"{value['ratio']:.3g} ({value['steps']:,} steps from {value['from_step']:,})"
   if name == "piece_nll":
-    worst = "; ".join(f"{p['nll']:.3g} ({p['frames']:,} frames, {p['max_notes']} notes)"
-                      for p in value["worst"])
-    return (f"median {value['median']:.3g} of {value['pieces']}; worst {worst}; mean "
-            f"without them {_fmt(value['mean_without_worst'])}")
+    worst = "; ".join(f"{p['nll']:.3g} ({p['frames']:,} frames, {p['max_notes']} notes, "
+                      f"floor {p['floor']:.3g})" for p in value["worst"])
+    return (f"median {value['median']:.3g} of {value['pieces']} (floor "
+            f"{value['floor_median']:.3g}); worst {worst}; mean without them "
+            f"{_fmt(value['mean_without_worst'])}")
   if name == "memory_probe":
     return (f"{value['capacity']:.1f} of n = {value['n']}; target R^2 "
             f"{max(value['target_r2'], 0.0):.2f}")

@@ -25,7 +25,7 @@ import json
 import math
 import os
 import sys
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -42,30 +42,61 @@ MUSIC = ("jsb", "musedata")
 EPS = 1e-7
 
 
-def bernoulli_nll(train: list, test: list) -> float:
-  """Frame-weighted test NLL (nats per frame) of one Bernoulli per key fitted on ``train``.
+def _bce(p: np.ndarray, y: np.ndarray) -> np.ndarray:
+  """Per-frame NLL (nats, summed over keys) of binary ``y`` under probabilities ``p``."""
+  p = np.clip(p, EPS, 1 - EPS)
+  y = y.astype(np.float64)
+  return -(y * np.log(p) + (1 - y) * np.log1p(-p)).sum(axis=-1)
+
+
+def bernoulli_frame_nll(train: Sequence[np.ndarray], pieces: Sequence[np.ndarray]) -> list:
+  """Per-frame NLL of each piece under one Bernoulli per key fitted on ``train``.
 
   Args:
     train: training piano rolls, each ``(T, 88)`` binary.
-    test: test piano rolls; every frame after the first of a piece is predicted.
+    pieces: the rolls to score; every frame after the first of a piece is predicted.
+
+  Returns:
+    one ``(T - 1,)`` array per piece.
   """
-  p = np.clip(np.concatenate([r[1:] for r in train]).mean(axis=0), EPS, 1 - EPS)
-  y = np.concatenate([r[1:] for r in test]).astype(np.float64)
-  return float(-(y * np.log(p) + (1 - y) * np.log1p(-p)).sum(axis=1).mean())
+  p = np.concatenate([r[1:] for r in train]).mean(axis=0)
+  return [_bce(np.broadcast_to(p, r[1:].shape), r[1:]) for r in pieces]
+
+
+def markov_fit(train: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+  """``(p(on | on), p(on | off))`` per key of a first-order Markov chain per key fitted on
+  the training piano rolls ``train``, with one pseudo-count per transition."""
+  prev = np.concatenate([r[:-1] for r in train]).astype(np.float64)
+  nxt = np.concatenate([r[1:] for r in train]).astype(np.float64)
+  return (((prev * nxt).sum(0) + 1) / (prev.sum(0) + 2),
+          (((1 - prev) * nxt).sum(0) + 1) / ((1 - prev).sum(0) + 2))
+
+
+def markov_step_nll(fit: tuple, previous: np.ndarray, frames: np.ndarray) -> np.ndarray:
+  """Per-frame NLL of ``frames`` ``(T, 88)`` given the frames before each, ``previous``,
+  under the chain ``fit`` (:func:`markov_fit`)."""
+  on_on, off_on = fit
+  x = np.asarray(previous, np.float64)
+  return _bce(x * on_on + (1 - x) * off_on, np.asarray(frames))
+
+
+def markov_frame_nll(train: Sequence[np.ndarray], pieces: Sequence[np.ndarray]) -> list:
+  """Per-frame NLL of each piece under a first-order Markov chain per key fitted on
+  ``train`` (:func:`markov_fit`): one ``(T - 1,)`` array per piece."""
+  fit = markov_fit(train)
+  return [markov_step_nll(fit, r[:-1], r[1:]) for r in pieces]
+
+
+def bernoulli_nll(train: list, test: list) -> float:
+  """Frame-weighted test NLL (nats per frame) of one Bernoulli per key fitted on ``train``
+  (:func:`bernoulli_frame_nll`)."""
+  return float(np.concatenate(bernoulli_frame_nll(train, test)).mean())
 
 
 def markov_nll(train: list, test: list) -> float:
-  """Frame-weighted test NLL (nats per frame) of a first-order Markov chain per key fitted
-  on ``train``: ``p(key on at t | the same key at t - 1)``, with one pseudo-count per
-  transition."""
-  prev = np.concatenate([r[:-1] for r in train]).astype(np.float64)
-  nxt = np.concatenate([r[1:] for r in train]).astype(np.float64)
-  on_after_on = ((prev * nxt).sum(0) + 1) / (prev.sum(0) + 2)
-  on_after_off = (((1 - prev) * nxt).sum(0) + 1) / ((1 - prev).sum(0) + 2)
-  x = np.concatenate([r[:-1] for r in test]).astype(np.float64)
-  y = np.concatenate([r[1:] for r in test]).astype(np.float64)
-  p = np.clip(x * on_after_on + (1 - x) * on_after_off, EPS, 1 - EPS)
-  return float(-(y * np.log(p) + (1 - y) * np.log1p(-p)).sum(axis=1).mean())
+  """Frame-weighted test NLL (nats per frame) of a first-order Markov chain per key fitted on
+  ``train`` (:func:`markov_frame_nll`)."""
+  return float(np.concatenate(markov_frame_nll(train, test)).mean())
 
 
 def per_piece(nll, train: list, test: list) -> float:
