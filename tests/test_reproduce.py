@@ -913,6 +913,8 @@ def test_the_per_piece_nll_of_a_music_row_is_each_test_piece_alone(tmp_path, tfd
   page = (out / "lvf-t3.md").read_text()
   assert "| per piece |" in page and f"| {row.id} | 0 | 2 | {cell} |" in page
   assert "| jsb-rnn |" not in page.split("## Diagnostics")[1]  # names no measurement
+  with pytest.raises(ValueError, match="worst must be >= 0"):
+    diagnostics.piece_nll(str(run_dir), worst=-1)
 
 
 @needs_data

@@ -305,9 +305,9 @@ def _replay_error(run_dir: str, start: int, before, log_every: int) -> Optional[
 
 def piece_nll(run_dir: str, *, split: str = "test", worst: int = 2,
               smoke: bool = False) -> Optional[dict]:
-  """``{"split", "pieces", "mean", "median", "worst", "mean_without_worst"}``: the NLL per
-  frame of each piece of ``split`` (every piece weighted equally, as the record's
-  ``nll_per_sequence``) at the run's best validation variables.
+  """``{"split", "pieces", "mean", "median", "floor_median", "worst", "mean_without_worst"}``:
+  the NLL per frame of each piece of ``split`` (every piece weighted equally, as the
+  record's ``nll_per_sequence``) at the run's best validation variables.
 
   ``worst`` lists the ``worst`` highest pieces, highest first, each as ``{"index"`` (its place
   in the split), ``"nll", "frames", "max_notes"`` (most keys on in one predicted frame),
@@ -318,6 +318,8 @@ def piece_nll(run_dir: str, *, split: str = "test", worst: int = 2,
   other pieces. None for a task other than music or before the first evaluation.
   """
   del smoke  # the split as the run evaluates it
+  if worst < 0:
+    raise ValueError(f"piece_nll: worst must be >= 0; got {worst}.")
   run = _best_run(run_dir)
   if run is None:
     return None
