@@ -348,7 +348,7 @@ def test_floors_of_music_and_ptb_are_the_papers_no_memory_models():
   assert floors.bernoulli_nll(rolls, rolls) == pytest.approx(np.log(2), rel=1e-3)
   assert floors.markov_nll(rolls, rolls) < 0.05  # the chain predicts the alternation
   two = [on_off, on_off[:40]]  # the per-piece mean weighs each piece once, not each frame
-  assert floors.per_piece(floors.bernoulli_nll, rolls, two) == pytest.approx(
+  assert floors.per_piece(floors.bernoulli_frame_nll, rolls, two) == pytest.approx(
       np.mean([floors.bernoulli_nll(rolls, [p]) for p in two]))
   u = floors.unigram([["a", "a", "b", "<eos>"]], [["a", "b"]])
   assert u["nats"] == pytest.approx(-(np.log(0.5) + np.log(0.25)) / 2)

@@ -99,11 +99,11 @@ def markov_nll(train: list, test: list) -> float:
   return float(np.concatenate(markov_frame_nll(train, test)).mean())
 
 
-def per_piece(nll, train: list, test: list) -> float:
-  """The per-piece mean of ``nll`` (:func:`bernoulli_nll` or :func:`markov_nll`): each test
-  piece's NLL per frame, averaged over the pieces (the harness's
-  ``test_nll_per_sequence``)."""
-  return float(np.mean([nll(train, [piece]) for piece in test]))
+def per_piece(frame_nll, train: list, test: list) -> float:
+  """The per-piece mean under ``frame_nll`` (:func:`bernoulli_frame_nll` or
+  :func:`markov_frame_nll`, fitted once on ``train``): each test piece's NLL per frame,
+  averaged over the pieces (the harness's ``test_nll_per_sequence``)."""
+  return float(np.mean([a.mean() for a in frame_nll(train, test)]))
 
 
 def unigram(train: list, test: list) -> dict[str, float]:
@@ -131,8 +131,8 @@ def compute(data_dir: str) -> dict:
     rolls = readers.read_music(readers.music_source_file(data_dir, name))
     train, test = rolls["train"], rolls["test"]
     out[name] = {"bernoulli_nll": bernoulli_nll(train, test), "markov_nll": markov_nll(train, test),
-                 "bernoulli_nll_per_piece": per_piece(bernoulli_nll, train, test),
-                 "markov_nll_per_piece": per_piece(markov_nll, train, test)}
+                 "bernoulli_nll_per_piece": per_piece(bernoulli_frame_nll, train, test),
+                 "markov_nll_per_piece": per_piece(markov_frame_nll, train, test)}
   for level, task in (("char", "ptb_char"), ("word", "ptb_word")):
     lines = {s: readers.read_ptb_lines(readers.ptb_file(data_dir, level, s))
              for s in ("train", "test")}
