@@ -32,7 +32,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from experiments.reproduce import provenance as provenance_lib
-from experiments.reproduce.floors import bernoulli_frame_nll, markov_frame_nll
+from experiments.reproduce.floors import averages, bernoulli_frame_nll, markov_frame_nll
 from experiments.reproduce import verdict as verdict_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -117,24 +117,6 @@ PUBLISHED = {
 
 # ----------------------------------------------------------------------------------------------
 # Measurements
-
-
-def averages(frame_nll: Sequence[np.ndarray]) -> dict:
-  """The three averages of a split from its pieces' per-frame NLLs.
-
-  Args:
-    frame_nll: one array of per-frame NLLs per piece (pieces without frames are skipped).
-
-  Returns:
-    ``frame_weighted`` (summed NLL over summed frames), ``per_piece`` (mean over pieces of
-    each piece's mean) and ``summed_per_piece`` (mean over pieces of each piece's sum).
-  """
-  pieces = [np.asarray(a, np.float64) for a in frame_nll if len(a)]
-  sums = np.array([a.sum() for a in pieces])
-  counts = np.array([len(a) for a in pieces])
-  return {"frame_weighted": float(sums.sum() / counts.sum()),
-          "per_piece": float(np.mean(sums / counts)),
-          "summed_per_piece": float(sums.mean())}
 
 
 def split_stats(rolls: Sequence[np.ndarray]) -> dict:

@@ -87,23 +87,41 @@ def markov_frame_nll(train: Sequence[np.ndarray], pieces: Sequence[np.ndarray]) 
   return [markov_step_nll(fit, r[:-1], r[1:]) for r in pieces]
 
 
+def averages(frame_nll: Sequence[np.ndarray]) -> dict:
+  """The three averages of a split from its pieces' per-frame NLLs.
+
+  Args:
+    frame_nll: one array of per-frame NLLs per piece (pieces without frames are skipped).
+
+  Returns:
+    ``frame_weighted`` (summed NLL over summed frames), ``per_piece`` (mean over pieces of
+    each piece's mean: the harness's ``test_nll_per_sequence``) and ``summed_per_piece``
+    (mean over pieces of each piece's sum).
+  """
+  pieces = [np.asarray(a, np.float64) for a in frame_nll if len(a)]
+  sums = np.array([a.sum() for a in pieces])
+  counts = np.array([len(a) for a in pieces])
+  return {"frame_weighted": float(sums.sum() / counts.sum()),
+          "per_piece": float(np.mean(sums / counts)),
+          "summed_per_piece": float(sums.mean())}
+
+
 def bernoulli_nll(train: list, test: list) -> float:
   """Frame-weighted test NLL (nats per frame) of one Bernoulli per key fitted on ``train``
   (:func:`bernoulli_frame_nll`)."""
-  return float(np.concatenate(bernoulli_frame_nll(train, test)).mean())
+  return averages(bernoulli_frame_nll(train, test))["frame_weighted"]
 
 
 def markov_nll(train: list, test: list) -> float:
   """Frame-weighted test NLL (nats per frame) of a first-order Markov chain per key fitted on
   ``train`` (:func:`markov_frame_nll`)."""
-  return float(np.concatenate(markov_frame_nll(train, test)).mean())
+  return averages(markov_frame_nll(train, test))["frame_weighted"]
 
 
 def per_piece(frame_nll, train: list, test: list) -> float:
-  """The per-piece mean under ``frame_nll`` (:func:`bernoulli_frame_nll` or
-  :func:`markov_frame_nll`, fitted once on ``train``): each test piece's NLL per frame,
-  averaged over the pieces (the harness's ``test_nll_per_sequence``)."""
-  return float(np.mean([a.mean() for a in frame_nll(train, test)]))
+  """The per-piece mean (:func:`averages`) under ``frame_nll`` (:func:`bernoulli_frame_nll`
+  or :func:`markov_frame_nll`, fitted once on ``train``)."""
+  return averages(frame_nll(train, test))["per_piece"]
 
 
 def unigram(train: list, test: list) -> dict[str, float]:
