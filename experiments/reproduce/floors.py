@@ -148,9 +148,11 @@ def compute(data_dir: str) -> dict:
   for name in MUSIC:
     rolls = readers.read_music(readers.music_source_file(data_dir, name))
     train, test = rolls["train"], rolls["test"]
-    out[name] = {"bernoulli_nll": bernoulli_nll(train, test), "markov_nll": markov_nll(train, test),
-                 "bernoulli_nll_per_piece": per_piece(bernoulli_frame_nll, train, test),
-                 "markov_nll_per_piece": per_piece(markov_frame_nll, train, test)}
+    out[name] = {}
+    for model, frame_nll in (("bernoulli", bernoulli_frame_nll), ("markov", markov_frame_nll)):
+      a = averages(frame_nll(train, test))
+      out[name][f"{model}_nll"] = a["frame_weighted"]
+      out[name][f"{model}_nll_per_piece"] = a["per_piece"]
   for level, task in (("char", "ptb_char"), ("word", "ptb_word")):
     lines = {s: readers.read_ptb_lines(readers.ptb_file(data_dir, level, s))
              for s in ("train", "test")}
