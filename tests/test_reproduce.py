@@ -345,11 +345,13 @@ def test_floors_of_music_and_ptb_are_the_papers_no_memory_models():
   on_off = np.array([[1], [0]] * 50, np.uint8)  # a key that alternates
   rolls = [on_off]
   # the predicted frames 1..99 hold 49 ons: p = 49/99, whose entropy is log 2 (1 - 7.4e-5)
-  assert floors.bernoulli_nll(rolls, rolls) == pytest.approx(np.log(2), rel=1e-3)
-  assert floors.markov_nll(rolls, rolls) < 0.05  # the chain predicts the alternation
+  bernoulli = lambda test: floors.averages(floors.bernoulli_frame_nll(rolls, test))
+  assert bernoulli(rolls)["frame_weighted"] == pytest.approx(np.log(2), rel=1e-3)
+  markov = floors.averages(floors.markov_frame_nll(rolls, rolls))
+  assert markov["frame_weighted"] < 0.05  # the chain predicts the alternation
   two = [on_off, on_off[:40]]  # the per-piece mean weighs each piece once, not each frame
-  assert floors.per_piece(floors.bernoulli_frame_nll, rolls, two) == pytest.approx(
-      np.mean([floors.bernoulli_nll(rolls, [p]) for p in two]))
+  assert bernoulli(two)["per_piece"] == pytest.approx(
+      np.mean([bernoulli([p])["frame_weighted"] for p in two]))
   u = floors.unigram([["a", "a", "b", "<eos>"]], [["a", "b"]])
   assert u["nats"] == pytest.approx(-(np.log(0.5) + np.log(0.25)) / 2)
   assert u["accuracy"] == 50.0

@@ -106,24 +106,6 @@ def averages(frame_nll: Sequence[np.ndarray]) -> dict:
           "summed_per_piece": float(sums.mean())}
 
 
-def bernoulli_nll(train: list, test: list) -> float:
-  """Frame-weighted test NLL (nats per frame) of one Bernoulli per key fitted on ``train``
-  (:func:`bernoulli_frame_nll`)."""
-  return averages(bernoulli_frame_nll(train, test))["frame_weighted"]
-
-
-def markov_nll(train: list, test: list) -> float:
-  """Frame-weighted test NLL (nats per frame) of a first-order Markov chain per key fitted on
-  ``train`` (:func:`markov_frame_nll`)."""
-  return averages(markov_frame_nll(train, test))["frame_weighted"]
-
-
-def per_piece(frame_nll, train: list, test: list) -> float:
-  """The per-piece mean (:func:`averages`) under ``frame_nll`` (:func:`bernoulli_frame_nll`
-  or :func:`markov_frame_nll`, fitted once on ``train``)."""
-  return averages(frame_nll(train, test))["per_piece"]
-
-
 def unigram(train: list, test: list) -> dict[str, float]:
   """Test cross entropy (nats per token) of the training unigram distribution and the test
   accuracy (percent) of always predicting the most frequent training token.
