@@ -204,6 +204,10 @@ def test_a_claim_is_supported_contradicted_or_undecided_by_its_rows():
   partial = judge(_claim(), {"a": _side([8.3]), "b": _side([8.6], complete=False)})
   assert partial.status == "undecided" and "b partial" in partial.why
   assert judge(_claim(), {"a": _side([8.3])}).why == "b not run"
+  both = judge(_claim(), {"a": _side([8.3], complete=False), "b": _side([8.6], complete=False)})
+  assert both.status == "undecided" and both.why == "a partial; b partial"
+  shared = {"a": _side([8.3], complete=False), "c": _side([8.6])}
+  assert judge(_claim(than=("b", "c")), shared).why == "a partial; b not run"
   # seeds far apart: within their spread, undecided
   spread = {"a": _side([7.8, 8.6, 9.0]), "b": _side([8.6, 8.65])}
   assert judge(_claim(), spread).status == "undecided"

@@ -192,14 +192,21 @@ def _status(kind: str, gap: float, sep: float, narrow: float) -> str:
   return SUPPORTED if gap > 0 else CONTRADICTED
 
 
-def _pair(claim: Claim, a_id: str, b_id: str, sides: dict) -> tuple[str, str]:
-  """The status of one pair of a claim and what decided it."""
+def _missing(side: Optional[Side]) -> str:
+  """Why ``side`` cannot decide a pair: ``'not run'``, ``'partial'``, or ``''`` when it can."""
+  if side is None or not side.values:
+    return "not run"
+  return "" if side.complete else "partial"
+
+
+def _pair(claim: Claim, a_id: str, b_id: str, sides: dict) -> tuple[str, tuple[str, ...]]:
+  """The status of one pair of a claim and what decided it (every row that leaves it
+  undecided for want of a full-budget record, or the comparison)."""
   a, b = sides.get(a_id), sides.get(b_id)
-  for row_id, side in ((a_id, a), (b_id, b)):
-    if side is None or not side.values:
-      return UNDECIDED, f"{row_id} not run"
-    if not side.complete:
-      return UNDECIDED, f"{row_id} partial"
+  missing = [f"{row_id} {_missing(side)}" for row_id, side in ((a_id, a), (b_id, b))
+             if _missing(side)]
+  if missing:
+    return UNDECIDED, tuple(missing)
   metric = claim.metric
   mean_a = float(np.mean([verdict_lib.compared(metric, v) for v in a.values]))
   mean_b = float(np.mean([verdict_lib.compared(metric, v) for v in b.values]))
@@ -208,17 +215,17 @@ def _pair(claim: Claim, a_id: str, b_id: str, sides: dict) -> tuple[str, str]:
   said = f"{a_id} {'better' if gap > 0 else 'worse'} than {b_id} by {abs(gap):.3g} ({sep:.3g}"
   borrowed = sorted({s.scatter for s in (a, b) if len(s.values) == 1 and math.isfinite(s.scatter)})
   said += "".join(f"; one seed at the measured scatter {100 * x:.2g} %" for x in borrowed) + ")"
-  return _status(claim.kind, gap, sep, separation(metric, a, b, borrowed=False)), said
+  return _status(claim.kind, gap, sep, separation(metric, a, b, borrowed=False)), (said,)
 
 
 def judge_claim(claim: Claim, sides: dict) -> ClaimVerdict:
   """The verdict of ``claim`` from ``{row_id: Side}`` (a missing row: not run)."""
   results = [_pair(claim, a, b, sides) for a in claim.better for b in claim.than]
   for status in (CONTRADICTED, UNDECIDED):
-    found = [why for s, why in results if s == status]
+    found = [part for s, why in results if s == status for part in why]
     if found:
       return ClaimVerdict(status, _listed(found))
-  return ClaimVerdict(SUPPORTED, _listed([why for _, why in results]))
+  return ClaimVerdict(SUPPORTED, _listed([part for _, why in results for part in why]))
 
 
 def _listed(parts: list, most: int = 4) -> str:
