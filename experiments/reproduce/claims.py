@@ -193,18 +193,19 @@ def _status(kind: str, gap: float, sep: float, narrow: float) -> str:
 
 
 def _missing(side: Optional[Side]) -> str:
-  """Why ``side`` cannot decide a pair: ``'not run'``, ``'partial'``, or ``''`` when it can."""
+  """Why ``side`` cannot decide a pair: the row verdict's ``NOT_RUN`` or ``PARTIAL``, or
+  ``''`` when it can."""
   if side is None or not side.values:
-    return "not run"
-  return "" if side.complete else "partial"
+    return verdict_lib.NOT_RUN
+  return "" if side.complete else verdict_lib.PARTIAL
 
 
 def _pair(claim: Claim, a_id: str, b_id: str, sides: dict) -> tuple[str, tuple[str, ...]]:
   """The status of one pair of a claim and what decided it (every row that leaves it
   undecided for want of a full-budget record, or the comparison)."""
   a, b = sides.get(a_id), sides.get(b_id)
-  missing = [f"{row_id} {_missing(side)}" for row_id, side in ((a_id, a), (b_id, b))
-             if _missing(side)]
+  missing = [f"{row_id} {why}" for row_id, why in ((a_id, _missing(a)), (b_id, _missing(b)))
+             if why]
   if missing:
     return UNDECIDED, tuple(missing)
   metric = claim.metric
