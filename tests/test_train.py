@@ -411,6 +411,19 @@ def test_summary_counts_the_seconds_of_every_part_of_a_resumed_run(tmp_path):
                              atol=0.02)  # two units of the summary's 2 decimals
 
 
+def test_summary_line_gives_the_best_validation_step_or_says_none_ran(tmp_path):
+  summary = train.train_and_evaluate(tiny("rnn", steps=3), str(tmp_path))
+  line = loop.format_summary(summary)
+  test = summary["test_at_best_validation"]
+  assert f"test loss {test['loss']:.4g}" in line
+  assert f"at best validation step {summary['best_validation_step']}" in line
+  # a run stopped (SIGTERM) before its first validation has no best step and no test metrics
+  stopped = dict(summary, best_validation_step=None, test_at_best_validation=None)
+  line = loop.format_summary(stopped)
+  assert "no validation yet" in line and "nan" not in line and "None" not in line
+  assert f"baseline {summary['baseline_loss']:.4g}" in line
+
+
 def test_compare_labels_losses_above_the_baseline(tmp_path, monkeypatch, capsys):
   from lvf_jax.train import compare  # pylint: disable=g-import-not-at-top
   c = tiny("rnn", steps=2)

@@ -581,9 +581,13 @@ def _write_summary(summary: dict, s: TrainSettings, records: list, workdir: str,
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-  test = summary["test_at_best_validation"] or {}
+  """The run's summary line: steps and seconds, the test loss (and accuracy) at the best
+  validation step, or that no validation ran before the run stopped, and the baseline."""
+  head = f"lvf_jax: {summary['model']} after {summary['steps']} steps ({summary['seconds']:.0f} s)"
+  baseline = f"no-memory baseline {summary['baseline_loss']:.4g}"
+  test, step = summary["test_at_best_validation"], summary["best_validation_step"]
+  if step is None or not test:
+    return f"{head}: no validation yet, so no test metrics; {baseline}"
   acc = f", accuracy {test['accuracy']:.3f}" if "accuracy" in test else ""
-  return (f"lvf_jax: {summary['model']} after {summary['steps']} steps "
-          f"({summary['seconds']:.0f} s): test loss {test.get('loss', float('nan')):.4g}{acc} "
-          f"(at best validation step {summary['best_validation_step']}) vs no-memory baseline "
-          f"{summary['baseline_loss']:.4g}")
+  return (f"{head}: test loss {test.get('loss', float('nan')):.4g}{acc} "
+          f"(at best validation step {step}) vs {baseline}")
