@@ -210,9 +210,16 @@ def test_a_study_row_is_judged_against_its_floor_alone():
   floor = runner.row_floors(row, [])["val_loss"][0]
   assert floor == pytest.approx(1 / 6, rel=1e-3)  # adding's no-memory MSE
   assert pages.row_verdict(table, row, []).category == verdict_lib.NOT_RUN
-  assert pages.row_verdict(table, row, [_record(floor)]).category == verdict_lib.AT_FLOOR
-  assert pages.row_verdict(table, row, [_record(5.0)]).category == verdict_lib.AT_FLOOR
-  assert pages.row_verdict(table, row, [_record(1e-4)]).category == ""
+  full = row.steps
+  assert pages.row_verdict(table, row, [_record(floor, full)]).category == verdict_lib.AT_FLOOR
+  assert pages.row_verdict(table, row, [_record(5.0, full)]).category == verdict_lib.AT_FLOOR
+  assert pages.row_verdict(table, row, [_record(1e-4, full)]).category == ""
+  # short of the budget: partial, and whether the run so far is at its floor
+  short = pages.row_verdict(table, row, [_record(5.0, full - 1)])
+  assert (short.category, short.so_far) == (verdict_lib.PARTIAL, verdict_lib.AT_FLOOR_SO_FAR)
+  assert pages.verdict_cell(short) == "partial (at floor so far)"
+  learned = pages.row_verdict(table, row, [_record(1e-4, full - 1)])
+  assert (learned.category, learned.so_far) == (verdict_lib.PARTIAL, "")
   smoke = {**_record(1e-4), "smoke": True}  # a smoke record is no run
   assert pages.row_verdict(table, row, [smoke]).category == verdict_lib.NOT_RUN
 

@@ -253,12 +253,13 @@ def test_pages_are_regenerated_from_the_archive_without_the_runs(tmp_path):
   _fake_result(later, table, table.row("copy-rnn"), 0, {"test_loss": 0.9}, steps=10,
                date="2026-02-01 00:00 UTC")
   assert "| 0.5 |" in open(harness.write_table(table, str(later), str(out))).read()
-  _fake_result(later, table, table.row("copy-rnn"), 0, {"test_loss": 0.4}, steps=100,
-               date="2026-02-01 00:00 UTC")
+  _fake_result(later, table, table.row("copy-rnn"), 0, {"test_loss": 0.4},
+               steps=table.row("copy-rnn").steps, date="2026-02-01 00:00 UTC")
   page = open(harness.write_table(table, str(later), str(out))).read()
   assert "| 0.4 |" in page and "| 0.5 |" not in page
   index = open(harness.write_index({table.id: table}, str(tmp_path / "empty"), str(out))).read()
-  # copy-lvf ran 100 of its 10,000 steps (partial); copy-rnn's 0.4 is worse than the floor;
+  # copy-lvf ran 100 of its 10,000 steps (partial); copy-rnn's 0.4 at its full budget is
+  # worse than the floor;
   # the columns: meets, beats, unexplained, misses, partial, at floor, not run, stand-in
   assert f"| [{table.id}]({table.id}.md) Table 4 |" in index
   assert f"| {len(table.rows)} | 0 | 0 | 0 | 0 | 1 | 1 | {len(table.rows) - 2} | 0 |" in index
@@ -440,18 +441,25 @@ def test_analytic_rows_are_computed_and_compared_at_the_papers_precision(tmp_pat
 
 
 def test_stand_in_rows_show_validation_and_test_loss_without_a_verdict(tmp_path):
-  """FSDD beside TIMIT: a row without a paper value shows both losses, no verdict, and is
-  counted as a stand-in in the index."""
+  """FSDD beside TIMIT: a row without a paper value shows both losses, no verdict at its full
+  budget, and is counted as a stand-in in the index; short of its budget it is partial."""
   table = rows.get("lvf-t2")
   row = table.row("fsdd-lvf")
   assert row.paper == {} and harness.row_config(row).task.name == "fsdd"
-  _fake_result(tmp_path, table, row, 0, {"val_loss": 41.5, "test_loss": 43.25})
+  _fake_result(tmp_path, table, row, 0, {"val_loss": 41.5, "test_loss": 43.25}, steps=row.steps)
   page = harness.table_markdown(table, str(tmp_path))
   first = next(l for l in page.splitlines() if l.startswith("| FSDD (TIMIT stand-in) | lvfRNN"))
   assert "| val_loss | - | — | 41.5 | — |  |" in first
   assert "|  |  | test_loss | - | — | 43.25 | — |" in page
   index = open(harness.write_index({table.id: table}, str(tmp_path), str(tmp_path / "p"))).read()
   assert "| 10 | 0 | 0 | 0 | 0 | 0 | 0 | 5 | 5 |" in index  # 5 TIMIT rows, 5 stand-ins
+  _fake_result(tmp_path, table, row, 0, {"val_loss": 41.5, "test_loss": 43.25},
+               steps=row.steps - 1)
+  page = harness.table_markdown(table, str(tmp_path))
+  first = next(l for l in page.splitlines() if l.startswith("| FSDD (TIMIT stand-in) | lvfRNN"))
+  assert "| val_loss | - | — | 41.5 | — | partial |" in first
+  index = open(harness.write_index({table.id: table}, str(tmp_path), str(tmp_path / "q"))).read()
+  assert "| 10 | 0 | 0 | 0 | 0 | 1 | 0 | 5 | 4 |" in index
   # a quoted row states the preset's budget; a run's own smaller budget is shown, not used
   quoted = rows.get("antisymmetric-t1").row("pmnist-lstm")
   assert quoted.steps == 30030

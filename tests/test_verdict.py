@@ -167,6 +167,21 @@ def test_a_run_within_the_floors_tolerance_is_at_floor_whatever_the_paper():
     assert got.counted == "at floor", paper
 
 
+def test_a_run_at_its_floor_short_of_its_budget_is_partial_at_floor_so_far():
+  """No run short of its budget is called at floor (a model may learn late); the page says
+  that it is at its floor so far. At the full budget, or with every planned seed, it is."""
+  floor = {"test_loss": (0.0945, "no-memory loss")}
+  paper = {"test_loss": 0.02}
+  # one seed of one planned, 99 of 100 steps; one seed of two planned, at 100 steps
+  for short, planned in ((_records([0.0945], steps=99), 1), (_records([0.0945]), 2)):
+    got = verdict_lib.judge(paper, short, floors=floor, budget=100, seeds=planned)
+    assert (got.category, got.so_far) == ("partial", verdict_lib.AT_FLOOR_SO_FAR)
+  full = verdict_lib.judge(paper, _records([0.0945, 0.0945]), floors=floor, budget=100, seeds=2)
+  assert (full.category, full.so_far) == ("at floor", "")
+  learning = verdict_lib.judge(paper, _records([0.05], steps=99), floors=floor, budget=100)
+  assert (learning.category, learning.so_far) == ("partial", "")
+
+
 def test_every_row_states_its_full_budget_and_runs_under_it_are_partial():
   for t in rows.tables(studies=True).values():
     for r in t.rows:

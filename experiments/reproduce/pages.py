@@ -207,7 +207,7 @@ def floor_cell(metric: str, row_floors: dict) -> str:
 
 def verdict_cell(status: verdict_lib.Verdict) -> str:
   return (status.category + (f" **({status.flag})**" if status.flag else "")
-          + (f" ({status.seeds})" if status.seeds else ""))
+          + "".join(f" ({part})" for part in (status.seeds, status.so_far) if part))
 
 
 def row_results(table: Table, row: Row, workdir: str, archive: Optional[dict] = None
@@ -687,8 +687,8 @@ def _verdict_lines() -> list[str]:
       f"than {verdict_lib.WORST_SEED:g} times the tolerance makes the row miss (the page says "
       "'k of n seeds' where the seeds fall on both sides); every recorded seed is judged. The "
       "budget is the paper's (the preset's where the paper gives none, as the row's note "
-      "says), never the run's own. The categories, decided in the order not run, at floor, "
-      "partial, misses, unexplained, beats, meets:", "",
+      "says), never the run's own. The categories, decided in the order not run, partial, "
+      "at floor, misses, unexplained, beats, meets:", "",
       *[f"- `{c}`: {verdict_lib.CATEGORIES[c]}." for c in verdict_lib.CATEGORIES], "",
       "## Claims", "",
       "Each table lists the claims its paper makes about it, as comparisons between rows, "
@@ -750,11 +750,13 @@ def write_index(tables: dict, workdir: str, out_dir: str) -> str:
   if studies:
     lines += ["", "## Beyond the papers", "",
               "Tables of this repository's own studies, run by the same harness: their rows "
-              "have no paper value, so their only verdicts are `not run` and `at floor`; "
-              "'above floor' counts the rows that ran and are better than the floor.", "",
+              "have no paper value, so their only verdicts are `not run`, `partial` and "
+              "`at floor`; 'above floor' counts the rows that ran their full budget and are "
+              "better than the floor.", "",
               *_count_lines(studies, workdir, out_dir, stored, "study", "above floor")]
   lines += ["", "A stand-in row runs a table's models on a dataset the paper did not use "
-                "(no paper value: no verdict, unless a loss is at its task's floor).", "",
+                "(no paper value: no verdict, unless its runs stop short of the budget or a "
+                "loss is at its task's floor at the full budget).", "",
             *_floors_lines(stored)]
   os.makedirs(out_dir, exist_ok=True)
   path = os.path.join(out_dir, "README.md")

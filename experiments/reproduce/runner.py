@@ -470,8 +470,7 @@ def complete(row: Row, records: list) -> bool:
   records = [r for r in records if not r.get("smoke")]
   if row.analytic:
     return bool(records)
-  return len(records) >= row.seeds and all(
-      int(r.get("steps") or 0) >= budget_of(row) for r in records)
+  return not verdict_lib.short_of_budget(records, budget_of(row), row.seeds)
 
 
 #: The metrics by which a row without paper values (a stand-in, or a study's row) is held
@@ -492,24 +491,31 @@ def judge_row(row: Row, records: list, stored_floors: Optional[dict] = None
               ) -> verdict_lib.Verdict:
   """The verdict of ``row`` from its per-seed ``records``, with its task's floors and its
   budget (:func:`experiments.reproduce.verdict.judge`). A row without paper values has
-  none, unless a metric of :data:`STAND_IN_JUDGED` is at its floor (``at floor``)."""
+  none, unless its records stop short of its budget (``partial``) or a metric of
+  :data:`STAND_IN_JUDGED` is at its floor (``at floor``)."""
   records = [r for r in records if not r.get("smoke")]
   row_floor = row_floors(row, records, stored_floors)
   if not row.paper:
-    return _stand_in_verdict(records, row_floor)
+    return _stand_in_verdict(records, row_floor, complete(row, records))
   return verdict_lib.judge(row.paper, records, floors=row_floor, budget=budget_of(row),
                            seeds=row.seeds, task=task_name(row),
                            explained=explanation_recorded(row))
 
 
-def _stand_in_verdict(records: list, row_floor: dict) -> verdict_lib.Verdict:
+def _at_floor(records: list, metric: str, floor: float) -> bool:
+  values = verdict_lib.finite_values(records, metric)
+  return bool(values) and verdict_lib.at_floor(metric, values, floor)
+
+
+def _stand_in_verdict(records: list, row_floor: dict, full: bool) -> verdict_lib.Verdict:
   """``at floor`` when the mean over the finite seeds of a judged metric is within the
-  tolerance of its floor (:func:`experiments.reproduce.verdict.at_floor`), else none."""
-  for metric, (floor, _) in row_floor.items():
-    values = verdict_lib.finite_values(records, metric)
-    if values and verdict_lib.at_floor(metric, values, floor):
-      return verdict_lib.Verdict(verdict_lib.AT_FLOOR)
-  return verdict_lib.Verdict("")
+  tolerance of its floor (:func:`experiments.reproduce.verdict.at_floor`), else none; short of
+  the ``full`` budget, ``partial`` (``at floor so far`` beside it where it is at floor)."""
+  floored = any(_at_floor(records, metric, floor) for metric, (floor, _) in row_floor.items())
+  if records and not full:
+    return verdict_lib.Verdict(verdict_lib.PARTIAL,
+                               so_far=verdict_lib.AT_FLOOR_SO_FAR if floored else "")
+  return verdict_lib.Verdict(verdict_lib.AT_FLOOR if floored else "")
 
 
 def release_row(table: Table, row: Row, workdir: str) -> str:

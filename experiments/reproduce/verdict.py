@@ -17,10 +17,12 @@ seed is judged, those beyond the row's plan too. The categories, in the order th
 (:data:`CATEGORIES` says each one in a sentence, as the index page prints it):
 
 - ``not run``: no record;
-- ``at floor``: some metric is no better than the task's floor
+- ``partial``: fewer steps than the paper's full budget, or fewer seeds than the row plans
+  (:data:`AT_FLOOR_SO_FAR` beside it when the runs so far are at the floor: a model may still
+  learn within its budget, so no run short of it is called at floor);
+- ``at floor``: at the full budget, some metric is no better than the task's floor
   (:mod:`experiments.reproduce.floors`) by more than :data:`FLOOR_REL` of the floor, whatever
   the paper's value; ``at floor, as the paper`` when the paper's own value is within it too;
-- ``partial``: fewer steps than the paper's full budget, or fewer seeds than the row plans;
 - ``misses``: some metric is worse than the paper by more than its tolerance, a seed by more
   than twice it, or a seed's loss went non-finite;
 - ``unexplained``: a loss better than the paper's by more than :data:`FACTOR_FLAG` times
@@ -85,6 +87,7 @@ TOLERANCES = {
 
 NOT_RUN, AT_FLOOR, AT_FLOOR_AS_PAPER = "not run", "at floor", "at floor, as the paper"
 PARTIAL, MISSES, BEATS, MEETS = "partial", "misses", "beats", "meets"
+AT_FLOOR_SO_FAR = "at floor so far"
 UNEXPLAINED = "unexplained"
 CATEGORIES = {
     MEETS: "the mean over seeds is no worse than the paper's value by more than the tolerance",
@@ -97,11 +100,13 @@ CATEGORIES = {
              f"a seed is worse by more than {WORST_SEED:g}x the tolerance, or a seed's loss "
              "went non-finite"),
     PARTIAL: ("the runs stopped before the paper's full budget, or fewer seeds ran than the "
-              "row plans (never meets)"),
-    AT_FLOOR: (f"the mean over seeds is no better than the task's floor (a model without "
-               f"memory) by more than {100 * FLOOR_REL:g} % (never meets), whatever the "
-               "paper's value; 'at floor, as the paper' when the paper's value is within it "
-               "too"),
+              "row plans (never meets, never at floor: a model may learn late); "
+              f"'partial ({AT_FLOOR_SO_FAR})' when the runs so far are within the floor's "
+              "tolerance"),
+    AT_FLOOR: ("at the full budget, the mean over seeds is no better than the task's floor "
+               f"(a model without memory) by more than {100 * FLOOR_REL:g} % (never meets), "
+               "whatever the paper's value; 'at floor, as the paper' when the paper's value is "
+               "within it too"),
     NOT_RUN: "no per-seed record of the row exists",
 }
 
@@ -116,11 +121,14 @@ class Verdict:
     flag: a warning the page prints in bold (the metrics of an ``unexplained`` row).
     seeds: ``'k of n seeds'`` within the tolerance or better, where the seeds fall on both
       sides of it; empty otherwise.
+    so_far: :data:`AT_FLOOR_SO_FAR` for a ``partial`` row whose runs so far are at its floor;
+      empty otherwise.
   """
 
   category: str
   flag: str = ""
   seeds: str = ""
+  so_far: str = ""
 
   @property
   def counted(self) -> str:
@@ -242,6 +250,14 @@ def finite_values(records: list, metric: str) -> tuple:
                if not r.get("diverged_at") and metric in r.get("metrics", {}))
 
 
+def short_of_budget(records: list, budget: Optional[int], seeds: Optional[int]) -> bool:
+  """Whether ``records`` stop short of the full budget: a record under ``budget`` steps, or
+  fewer records than the ``seeds`` planned (None: that part of the budget is not checked)."""
+  if budget and any(int(r.get("steps") or 0) < int(budget) for r in records):
+    return True
+  return bool(seeds) and len(records) < int(seeds)
+
+
 def judge(paper: dict, records: list, *, floors: Optional[dict] = None,
           budget: Optional[int] = None, seeds: Optional[int] = None, task: str = "",
           explained: bool = False) -> Verdict:
@@ -265,12 +281,10 @@ def judge(paper: dict, records: list, *, floors: Optional[dict] = None,
   finite = [r for r in records if not r.get("diverged_at")]
   values = {m: list(finite_values(records, m)) for m in paper}
   floor_category = _floor_category(paper, values, floors or {})
+  if short_of_budget(records, budget, seeds):
+    return Verdict(PARTIAL, so_far=AT_FLOOR_SO_FAR if floor_category else "")
   if floor_category:
     return Verdict(floor_category)
-  if budget and any(int(r.get("steps") or 0) < int(budget) for r in records):
-    return Verdict(PARTIAL)
-  if seeds and len(records) < int(seeds):
-    return Verdict(PARTIAL)
   if len(finite) < len(records) or any(not v for v in values.values()):
     return Verdict(MISSES)
   return _compared_verdict(paper, values, task, explained)
