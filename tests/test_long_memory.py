@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from experiments.reproduce import __main__ as cli
-from experiments.reproduce import archive, diagnostics, pages, rows, runner
+from experiments.reproduce import archive, diagnostics, pages, presets, rows, runner
 from experiments.reproduce import verdict as verdict_lib
 from experiments.reproduce.tables import long_memory
-from lvf_jax import train, zoo
+from lvf_jax import tasks, train, zoo
 from lvf_jax.train import builders
 import tolerances as tol
 
@@ -207,8 +207,16 @@ def _record(loss: float, steps: int = 10) -> dict:
 def test_a_study_row_is_judged_against_its_floor_alone():
   table = rows.get("long-memory-adding")
   row = table.row("t1000-ncgru")
-  floor = runner.row_floors(row, [])["val_loss"][0]
-  assert floor == pytest.approx(1 / 6, rel=1e-3)  # adding's no-memory MSE
+  floors = runner.row_floors(row, [])
+  floor = floors["val_loss"][0]
+  # each split's own no-memory MSE: predicting 1 on the very sequences a run is judged on
+  config = presets.preset_config(row)
+  task, size = tasks.AddingTask(**config.task.options), int(config.train.eval_size)
+  for metric, split in (("val_loss", "validation"), ("test_loss", "test")):
+    targets = np.asarray(task.fixed_split(split, size).targets, np.float64)
+    # a float32 mean of `size` squares against float64
+    assert floors[metric][0] == pytest.approx(np.mean((targets - 1.0) ** 2),
+                                              rel=tol.probabilistic(size))
   assert pages.row_verdict(table, row, []).category == verdict_lib.NOT_RUN
   full = row.steps
   assert pages.row_verdict(table, row, [_record(floor, full)]).category == verdict_lib.AT_FLOOR

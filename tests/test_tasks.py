@@ -376,6 +376,33 @@ def test_adding_baseline_monte_carlo():
   np.testing.assert_allclose(float(task.loss(pred2, ev)), float(task.loss(pred1, ev)))
 
 
+@pytest.mark.parametrize("split, size", [("validation", 256), ("test", 512)])
+def test_adding_split_baseline_is_the_constant_predictions_loss_on_that_split(split, size):
+  """The no-memory loss of a fixed split is the task's own loss of predicting 1 on it, not
+  the expectation 1/6: its targets' sampling moves it by a standard error of
+  sqrt(7/5 / size) of 1/6 (E[(u_a + u_b - 1)^4] = 1/15)."""
+  task = tasks.AddingTask(T=50)
+  got = task.split_baseline_loss(split, size)
+  batch = task.fixed_split(split, size)
+  ones = jnp.ones((size, task.seq_len, 1), jnp.float32)
+  # the same mean of `size` squares, by the task's loss: float32 summation order
+  np.testing.assert_allclose(got, float(task.loss(ones, batch)), rtol=tol.probabilistic(size))
+  se = math.sqrt(7 / 5 / size) / 6
+  assert abs(got - 1 / 6) < 5 * se
+  assert got != task.split_baseline_loss("test" if split == "validation" else "validation",
+                                         size)
+  with pytest.raises(ValueError, match="split"):
+    task.split_baseline_loss("train", size)
+  with pytest.raises(ValueError, match="size"):
+    task.split_baseline_loss(split, 0)
+
+
+def test_a_split_baseline_is_the_expectation_where_every_split_scores_the_same():
+  """Copy and denoise recall the same number of symbols in every sequence."""
+  for task in (tasks.CopyTask(T=20), tasks.DenoiseTask(T=20)):
+    assert task.split_baseline_loss("test", 64) == task.baseline_loss()
+
+
 @pytest.mark.parametrize("mode", ["saturating", "clipped"])
 def test_parenthesis_marginals_monte_carlo(mode):
   task, batch = shared("parenthesis", **({} if mode == "saturating" else dict(count_mode=mode)))

@@ -609,7 +609,9 @@ def _floors_lines(stored: dict) -> list[str]:
   path = os.path.relpath(floors_lib.PATH, runner.ROOT)
   lines = ["## Floors", "",
            "A floor is what a model without memory scores (`experiments/reproduce/floors.py`): "
-           "the synthetic tasks' no-memory loss (recorded with every run), chance accuracy "
+           "the synthetic tasks' no-memory loss (recorded with every run; a validation or "
+           "test loss is held against that split's own, which for adding's few hundred "
+           "targets differs from the expectation 1/6), chance accuracy "
            "(10 %) on the image tasks, and the values below, computed from the data on the "
            "test split (music: NLL per frame, fitted on the training split, frame-weighted and "
            "as the per-piece mean (`*_per_piece`); the floor is the lower of the two models)."]

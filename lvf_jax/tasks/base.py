@@ -211,6 +211,24 @@ class SyntheticTask:
     size = _validation.check_int(cls, "size", size, 1)
     return self.sample(jax.random.key(SPLIT_SEEDS[split]), size)
 
+  def split_baseline_loss(self, split: str, size: int) -> float:
+    """The no-memory loss on ``fixed_split(split, size)``, the set a run is evaluated on.
+
+    Here the expectation :meth:`baseline_loss`, exact for a task that gives a no-memory model
+    the same loss on every set of sequences (copy and denoise: each sequence recalls the same
+    number of symbols, each at ``ln(num_symbols)``); a task whose loss rests on one random
+    target per sequence overrides it with the split's own value (:class:`AddingTask`), which
+    differs from the expectation by the sampling of ``size`` targets.
+
+    Args:
+      split: ``'validation'`` or ``'test'``.
+      size: number of sequences of the split.
+    """
+    cls = f"{type(self).__name__}.split_baseline_loss"
+    _validation.check_choice(cls, "split", split, tuple(SPLIT_SEEDS))
+    _validation.check_int(cls, "size", size, 1)
+    return self.baseline_loss()
+
   def options(self) -> dict[str, Any]:
     """The task's options (dataclass fields) as a dict."""
     return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
