@@ -400,7 +400,8 @@ def table_markdown(table: Table, workdir: str, figure: Optional[str] = None,
            "sample standard deviation over seeds); 'last step' is the same quantity on the "
            "validation split at the last step (the last training loss for a minimum "
            f"training loss), {NO_VALUE} where the record lacks it. The floor is the task's "
-           "no-memory value; the verdicts are defined in [the index](README.md).", "",
+           "no-memory value (of a validation or test loss: on that split's own sequences); "
+           "the verdicts are defined in [the index](README.md).", "",
            HEADER, "|" + "---|" * HEADER.count(" | ") + "---|"]
   runs = []
   for row in table.rows:
