@@ -397,6 +397,29 @@ def test_adding_split_baseline_is_the_constant_predictions_loss_on_that_split(sp
     task.split_baseline_loss(split, 0)
 
 
+@pytest.mark.parametrize("kind", ["mse", "cross_entropy"])
+def test_parenthesis_split_baseline_is_the_marginal_predictors_loss_on_that_split(kind):
+  """The best input-independent predictor scored on the split's own targets, by the module
+  docstring's per-step expressions in NumPy (one-hot squared error 1 - 2 q_t(y) + |q_t|^2 per
+  type over max_count + 1 units; cross-entropy -log q_t(y))."""
+  task = tasks.ParenthesisTask(T=30, loss_kind=kind)
+  batch = task.fixed_split("test", 64)
+  q = task.target_marginals()
+  y = np.asarray(batch.targets)  # (batch, T, 3) counts
+  steps = np.arange(task.T)[None, :, None]
+  if kind == "mse":
+    per_type = (1 - 2 * q[steps, y] + np.sum(q * q, axis=1)[steps]) / (task.max_count + 1)
+  else:
+    per_type = -np.log(q[steps, y])
+  mask = np.asarray(batch.mask, np.float64)
+  want = np.sum(per_type.mean(axis=2) * mask) / np.sum(mask)
+  # a float32 mean of 64 x 30 x 3 terms against float64, plus q_t and its log rounded to
+  # float32 (a few units of EPS32 per term)
+  np.testing.assert_allclose(task.split_baseline_loss("test", 64), want,
+                             rtol=tol.probabilistic(64 * 30 * 3) + tol.EPS32 * 8)
+  assert task.split_baseline_loss("test", 64) != task.split_baseline_loss("validation", 64)
+
+
 def test_a_split_baseline_is_the_expectation_where_every_split_scores_the_same():
   """Copy and denoise recall the same number of symbols in every sequence."""
   for task in (tasks.CopyTask(T=20), tasks.DenoiseTask(T=20)):

@@ -216,9 +216,10 @@ class SyntheticTask:
 
     Here the expectation :meth:`baseline_loss`, exact for a task that gives a no-memory model
     the same loss on every set of sequences (copy and denoise: each sequence recalls the same
-    number of symbols, each at ``ln(num_symbols)``); a task whose loss rests on one random
-    target per sequence overrides it with the split's own value (:class:`AddingTask`), which
-    differs from the expectation by the sampling of ``size`` targets.
+    number of symbols, each at ``ln(num_symbols)``); a task whose no-memory loss depends on
+    the sequences drawn overrides it with the split's own value (:class:`AddingTask`,
+    :class:`ParenthesisTask`), which differs from the expectation by the sampling of ``size``
+    sequences.
 
     Args:
       split: ``'validation'`` or ``'test'``.

@@ -225,3 +225,15 @@ class ParenthesisTask(base.SyntheticTask):
     if self.loss_kind == "mse":
       return float(np.mean(1.0 - np.sum(q * q, axis=1)) / (self.max_count + 1))
     return float(np.mean(base.entropy(q, axis=1)))
+
+  def split_baseline_loss(self, split: str, size: int) -> float:
+    """The loss of the best input-independent predictor on ``fixed_split(split, size)``:
+    ``q_t`` for every type (its logarithm as logits for cross-entropy), scored by the task's
+    own loss on that split's targets rather than in expectation."""
+    batch = self.fixed_split(split, size)
+    q = self.target_marginals()
+    if self.loss_kind == "cross_entropy":
+      q = np.log(np.maximum(q, np.finfo(np.float32).tiny))
+    per_step = np.tile(q, (1, N_TYPES))
+    outputs = jnp.broadcast_to(jnp.asarray(per_step, jnp.float32), (size, *per_step.shape))
+    return float(self.loss(outputs, batch))
