@@ -502,16 +502,12 @@ def judge_row(row: Row, records: list, stored_floors: Optional[dict] = None
                            explained=explanation_recorded(row))
 
 
-def _at_floor(records: list, metric: str, floor: float) -> bool:
-  values = verdict_lib.finite_values(records, metric)
-  return bool(values) and verdict_lib.at_floor(metric, values, floor)
-
-
 def _stand_in_verdict(records: list, row_floor: dict, full: bool) -> verdict_lib.Verdict:
   """``at floor`` when the mean over the finite seeds of a judged metric is within the
   tolerance of its floor (:func:`experiments.reproduce.verdict.at_floor`), else none; short of
   the ``full`` budget, ``partial`` (``at floor so far`` beside it where it is at floor)."""
-  floored = any(_at_floor(records, metric, floor) for metric, (floor, _) in row_floor.items())
+  values = {m: list(verdict_lib.finite_values(records, m)) for m in row_floor}
+  floored = verdict_lib.floored(values, row_floor) is not None
   if records and not full:
     return verdict_lib.Verdict(verdict_lib.PARTIAL,
                                so_far=verdict_lib.AT_FLOOR_SO_FAR if floored else "")

@@ -306,11 +306,20 @@ def _compared_verdict(paper: dict, values: dict, task: str, explained: bool) -> 
   return Verdict(BEATS if all(r == BEATS for r in results) else MEETS, seeds=seeds_note)
 
 
-def _floor_category(paper: dict, values: dict, floors: dict) -> str:
+def floored(values: dict, floors: dict) -> Optional[tuple]:
+  """The first ``(metric, floor)`` of ``floors`` (``{metric: floor}`` or ``{metric: (floor,
+  what)}``) whose per-seed ``values[metric]`` are at it (:func:`at_floor`), else None; a
+  metric of :data:`EXACT` or without values is never at its floor."""
   for metric, floor in floors.items():
     floor = floor[0] if isinstance(floor, (tuple, list)) else floor
-    if metric not in paper or not values.get(metric) or metric in EXACT:
-      continue
-    if at_floor(metric, values[metric], floor):
-      return AT_FLOOR_AS_PAPER if paper_at_floor(metric, paper[metric], floor) else AT_FLOOR
-  return ""
+    if values.get(metric) and metric not in EXACT and at_floor(metric, values[metric], floor):
+      return metric, floor
+  return None
+
+
+def _floor_category(paper: dict, values: dict, floors: dict) -> str:
+  hit = floored(values, {m: f for m, f in floors.items() if m in paper})
+  if hit is None:
+    return ""
+  metric, floor = hit
+  return AT_FLOOR_AS_PAPER if paper_at_floor(metric, paper[metric], floor) else AT_FLOOR
