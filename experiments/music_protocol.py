@@ -32,6 +32,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from experiments.reproduce import provenance as provenance_lib
+from experiments.reproduce import rows as rows_lib
 from experiments.reproduce.floors import averages, bernoulli_frame_nll, markov_frame_nll
 from experiments.reproduce import verdict as verdict_lib
 
@@ -43,9 +44,14 @@ COMMAND = "python -m experiments.music_protocol"
 SETS = ("jsb", "musedata")
 SPLITS = ("train", "valid", "test")
 EVAL_SPLITS = ("valid", "test")
-#: The Table 3 rows of the harness shown beside the published figures: (row id, model).
-T3_ROWS = (("jsb-rnn", "RNN"), ("jsb-nnrnn", "nnRNN"), ("jsb-lvf", "lvfRNN"),
-           ("musedata-rnn", "RNN"), ("musedata-nnrnn", "nnRNN"), ("musedata-lvf", "lvfRNN"))
+#: The JSB rows of Table 3 shown beside the published figures (the other JSB baselines are
+#: the subject of ``docs/JSB_BASELINES.md``); every MuseData row of the table is shown too.
+JSB_ROWS = ("jsb-rnn", "jsb-nnrnn", "jsb-lvf")
+#: A best validation step at or after this share of the budget: still improving at the end.
+LATE_BEST = 0.9
+#: A best validation step at or before this share of the budget, with a higher validation NLL
+#: at the last step: the row peaked early and got worse afterwards.
+EARLY_BEST = 0.25
 
 #: Published figures and protocols: citations with their source, not measurements. ``value``
 #: is the published test NLL (nats per frame, lower is better; Boulanger-Lewandowski et al.
@@ -170,30 +176,45 @@ def measure(data_dir: str) -> dict:
 # Records of the harness
 
 
+def t3_row_ids() -> tuple:
+  """:data:`JSB_ROWS` and every MuseData row of the harness's Table 3, in the table's order."""
+  muse = tuple(r.id for r in rows_lib.get("lvf-t3").rows if r.id.startswith("musedata-"))
+  return JSB_ROWS + muse
+
+
 def t3_rows(path: str = T3_RECORDS) -> dict:
-  """The harness's test NLLs of :data:`T3_ROWS` under both averages, per seed.
+  """The harness's test NLLs of :func:`t3_row_ids` under both averages, per seed.
 
   Args:
     path: the archived Table 3 records.
 
   Returns:
-    ``{row: {"set", "model", "seeds": [{seed, steps, budget, best, test_loss,
-    test_nll_per_sequence, commit, machine, date}]}}``; a metric a record lacks is None.
+    ``{row: {"set", "model", "paper", "seeds": [{seed, steps, budget, best, test_loss,
+    test_nll_per_sequence, val_best, val_last, min_train, commit, machine, date}]}}``:
+    ``model`` and ``paper`` (the paper's value of the row's judged metric) from the harness's
+    table, ``val_best`` and ``val_last`` the frame-weighted validation NLL at the best and the
+    last step; a metric a record lacks is None.
   """
   with open(path) as f:
     rows = json.load(f)["rows"]
+  table = rows_lib.get("lvf-t3")
   out = {}
-  for row, model in T3_ROWS:
+  for row in t3_row_ids():
     seeds = []
     for seed, rec in sorted(rows.get(row, {}).get("seeds", {}).items()):
       m = rec.get("metrics") or {}
+      last = (rec.get("last") or {}).get("metrics") or {}
       seeds.append({"seed": int(seed), "steps": rec.get("steps"),
                     "budget": rec.get("paper_steps"), "best": rec.get("best_validation_step"),
                     "test_loss": m.get("test_loss"),
                     "test_nll_per_sequence": m.get("test_nll_per_sequence"),
+                    "val_best": m.get("val_loss"), "val_last": last.get("val_loss"),
+                    "min_train": m.get("min_train_loss"),
                     "commit": rec.get("commit"), "machine": rec.get("machine"),
                     "date": rec.get("date")})
-    out[row] = {"set": row.split("-")[0], "model": model, "seeds": seeds}
+    spec = table.row(row)
+    out[row] = {"set": row.split("-")[0], "model": spec.model,
+                "paper": next(iter(spec.paper.values())), "seeds": seeds}
   return out
 
 
@@ -267,7 +288,6 @@ def floor_lines(measured: dict) -> list:
 
 def record_lines(rows: dict) -> list:
   """Our Table 3 rows under both averages beside the paper's value."""
-  paper = PUBLISHED["lvf-t3"]["values"]
   lines = ["| row | model | seeds | steps of budget (best validation) | paper (Table 3) | "
            "ours, frame-weighted | ours, per-piece mean | frame-weighted minus per-piece | "
            "ours minus paper, frame-weighted | ours minus paper, per-piece |", "|---" * 10 + "|"]
@@ -276,7 +296,7 @@ def record_lines(rows: dict) -> list:
     fw = _mean([s["test_loss"] for s in seeds])
     pp = _mean([s["test_nll_per_sequence"] for s in seeds])
     pp_n = sum(s["test_nll_per_sequence"] is not None for s in seeds)
-    ref = paper.get((r["set"], r["model"]))
+    ref = r["paper"]
     steps = ", ".join(f"{s['steps']} of {s['budget']} ({s['best'] or '—'})" for s in seeds)
     gap = None if fw is None or pp is None or pp_n != len(seeds) else fw - pp
     lines.append(
@@ -327,6 +347,114 @@ def run_lines(rows: dict) -> list:
   return lines
 
 
+def _muse(rows: dict) -> dict:
+  return {row: r for row, r in rows.items() if r["set"] == "musedata"}
+
+
+def _short(r: dict) -> bool:
+  """Whether a row has no seed or a seed short of its budget."""
+  return not r["seeds"] or any(s["steps"] is None or not s["budget"] or s["steps"] < s["budget"]
+                               for s in r["seeds"])
+
+
+def training_reading(seed: dict) -> str:
+  """How one run ended: ``'partial'`` short of its budget; ``'still improving at the end'``
+  with its best validation step at or after :data:`LATE_BEST` of the budget; ``'best early,
+  worse after'`` at or before :data:`EARLY_BEST` of it with a higher validation NLL at the
+  last step; else ``'best mid-budget'``; ``'—'`` where the record lacks the steps."""
+  if seed["steps"] is None or not seed["budget"] or seed["best"] is None:
+    return "—"
+  if seed["steps"] < seed["budget"]:
+    return "partial"
+  share = seed["best"] / seed["budget"]
+  if share >= LATE_BEST:
+    return "still improving at the end"
+  rose = None not in (seed["val_best"], seed["val_last"]) and seed["val_last"] > seed["val_best"]
+  return "best early, worse after" if share <= EARLY_BEST and rose else "best mid-budget"
+
+
+def training_lines(rows: dict) -> list:
+  """Each MuseData run's best validation step against its budget, and the frame-weighted
+  validation NLL at that step and at the last."""
+  lines = ["| row | model | seed | steps of budget | best validation step (share of budget) | "
+           "validation NLL, best | validation NLL, last step | last minus best | min training "
+           "NLL (epoch mean) | reading |", "|---" * 10 + "|"]
+  for row, r in _muse(rows).items():
+    for s in r["seeds"]:
+      share = f" ({s['best'] / s['budget']:.0%})" if s["best"] and s["budget"] else ""
+      rise = (None if None in (s["val_best"], s["val_last"]) else s["val_last"] - s["val_best"])
+      lines.append(f"| {row} | {r['model']} | {s['seed']} | {s['steps']} of {s['budget']} | "
+                   f"{_f(s['best'])}{share} | {_f(s['val_best'])} | {_f(s['val_last'])} | "
+                   f"{'—' if rise is None else f'{rise:+.3f}'} | {_f(s['min_train'])} | "
+                   f"{training_reading(s)} |")
+  return lines
+
+
+def _gap(r: dict, metric: str) -> Optional[float]:
+  got = _mean([s[metric] for s in r["seeds"]])
+  return None if got is None else got - r["paper"]
+
+
+def averages_sentence(rows: dict) -> str:
+  """What the per-piece mean does to each MuseData row's gap to the paper, from the records."""
+  muse = {row: r for row, r in _muse(rows).items()
+          if None not in (_gap(r, "test_loss"), _gap(r, "test_nll_per_sequence"))}
+  if not muse:
+    return "No MuseData row has both averages recorded yet."
+  closer = [r["model"] for r in muse.values()
+            if _gap(r, "test_nll_per_sequence") < _gap(r, "test_loss")]
+  parts = [f"{r['model']} {_gap(r, 'test_loss'):+.3f} to {_gap(r, 'test_nll_per_sequence'):+.3f}"
+           for r in muse.values()]
+  text = (f"Under the per-piece mean {len(closer)} of the {len(muse)} MuseData rows with both "
+          "averages recorded move towards the paper (their gap to it, frame-weighted to "
+          f"per-piece: {'; '.join(parts)}).")
+  lvf = muse.get("musedata-lvf")
+  if lvf is not None:
+    seeds = [s["test_nll_per_sequence"] for s in lvf["seeds"]]
+    tol = verdict_lib.tolerance("test_nll_per_sequence", seeds, lvf["paper"],
+                                verdict_lib.LOG_LIKELIHOOD)
+    got = verdict_lib.compare("test_nll_per_sequence", seeds, lvf["paper"],
+                              verdict_lib.LOG_LIKELIHOOD)
+    removed = 1 - _gap(lvf, "test_nll_per_sequence") / _gap(lvf, "test_loss")
+    text += (f" The per-piece mean removes {removed:.0%} of the lvfRNN's frame-weighted gap; "
+             f"against the harness's log-likelihood tolerance ({tol:.3f}) the lvfRNN "
+             f"{VERDICT_WORDS[got]} the paper.")
+  return text
+
+
+#: How :func:`averages_sentence` words a verdict of :func:`verdict_lib.compare`.
+VERDICT_WORDS = {"meets": "meets", "misses": "stays above", "beats": "is below"}
+
+
+def training_sentence(rows: dict) -> str:
+  """Which MuseData rows end still improving, which peak early, from
+  :func:`training_reading` of every seed."""
+  groups: dict = {}
+  for r in _muse(rows).values():
+    for reading in sorted({training_reading(s) for s in r["seeds"]}):
+      groups.setdefault(reading, []).append(r["model"])
+  if not groups:
+    return "no MuseData row has run yet"
+  return "; ".join(f"{reading}: {', '.join(models)}" for reading, models in groups.items())
+
+
+def open_sentence(rows: dict) -> str:
+  """The MuseData rows short of their budget, or that none is."""
+  short = [row for row, r in _muse(rows).items() if _short(r)]
+  if not short:
+    return "Every MuseData row of Table 3 has run its full budget."
+  return (f"Short of their budget: {', '.join(f'`{row}`' for row in short)} (their page "
+          "gives the hours left).")
+
+
+def conclusion(rows: dict) -> str:
+  """The page's conclusion: the reading of the sources (fixed text) with every statement
+  about a record generated from the records."""
+  return CONCLUSION.format(averages=averages_sentence(rows),
+                           training=training_sentence(rows),
+                           still_open=open_sentence(rows)).strip()
+
+
 CONCLUSION = """
 **Calibration against Boulanger-Lewandowski et al. 2012.** Their protocol is written down on
 their dataset page: the average log-likelihood of a time step, every test time step weighted
@@ -343,37 +471,33 @@ stands, not which of our settings differs.
 
 **Which protocol Table 3's MuseData column is consistent with.** On JSB the two averages nearly
 coincide (pieces of similar length; the floors' two averages differ by less than a tenth), so
-JSB cannot separate the protocols, and our JSB rows agree with Table 3 under the frame-weighted
+JSB cannot separate the protocols, and our JSB rows are judged under the frame-weighted
 average. MuseData pieces vary widely in length (the median is about half the mean and the
-longest tenth of the test pieces holds a large share of its frames), and the per-piece mean is
-below the frame-weighted average for every model and for both floors. Under the per-piece mean
-every MuseData row moves towards the paper, the lvfRNN by most of its gap: it stays above the
-paper by more than the harness's log-likelihood tolerance, but by a small fraction of the
-frame-weighted gap. The per-piece sum is larger by the order of a piece's length and is
-excluded. Table 3's MuseData column is therefore more consistent with a per-piece mean (the
-paper's Fig. 3 also scores models piece by piece) than with the Boulanger-Lewandowski frame
-average; the evidence is circumstantial, since the paper states neither.
+longest tenth of the test pieces holds a large share of its frames; the data table above), and
+the per-piece mean of both floors is below their frame-weighted average. {averages} The
+per-piece sum is larger by the order of a piece's length and is excluded. Where the per-piece
+mean brings the rows towards the paper, Table 3's MuseData column is more consistent with a
+per-piece mean (the paper's Fig. 3 also scores models piece by piece) than with the
+Boulanger-Lewandowski frame average; the evidence is circumstantial, since the paper states
+neither.
 
-**Where the gap is.** The average accounts for most of the lvfRNN's gap and part of the
-others'. The rest is training, not data: the RNN and the lvfRNN reach their best validation NLL
-near the end of the 100-epoch budget (still improving when it ends); the nnRNN reaches its best
-within the first fifth of its budget and rises afterwards, the overfitting that the JSB
-baselines show ([JSB_BASELINES.md](JSB_BASELINES.md)); and the RNN stays well above the paper
-under either average, which a shared data difference would not single out. A data difference is
-not excluded: the MuseData file is a pickle re-made from the 2015 `.mat` conversion, whose
-split counts equal the paper's but which has no reference checksum against the 2012 pickle;
-nothing measured here (frames, notes per frame, repeated and silent frames) can show a sampling
-other than the eighth note the dataset page states, because the MIDI sources are not here.
+**Where the rest of the gap is.** The section "How the MuseData rows trained" reads each run's
+validation curve ({training}). A row still improving at the end of its budget is short of
+training, not of data; a row whose best validation NLL comes early and rises afterwards while
+its training NLL falls overfits, as the JSB baselines do ([JSB_BASELINES.md](JSB_BASELINES.md)).
+A data difference is not excluded: the MuseData file is a pickle re-made from the 2015 `.mat`
+conversion, whose split counts equal the paper's but which has no reference checksum against
+the 2012 pickle; nothing measured here (frames, notes per frame, repeated and silent frames)
+can show a sampling other than the eighth note the dataset page states, because the MIDI
+sources are not here.
 
 **What the harness does with this.** The MuseData rows of Table 3 are judged by the per-piece
 mean (`test_nll_per_sequence`) against its own floor, the per-piece mean of the per-key Markov
 chain, and so are the two MuseData claims; the frame-weighted `test_loss` is reported beside
 it, and the JSB rows stay on `test_loss` (`experiments/reproduce/tables/lvf.py`,
-`experiments/reproduce/floors.py`). Still open: the MuseData baselines other than the RNN, the
-nnRNN and the lvfRNN are short of their budget (their page gives the hours left); and
-Boulanger-Lewandowski et al. 2012 Table 1 and Chung et al. 2014 Table 2 are not in `PUBLISHED`
-until read from the papers, so on JSB the numerical calibration stays undecided (on MuseData it
-rests on Pascanu et al. 2013 alone).
+`experiments/reproduce/floors.py`). {still_open} Boulanger-Lewandowski et al. 2012 Table 1 and
+Chung et al. 2014 Table 2 are not in `PUBLISHED` until read from the papers, so on JSB the
+numerical calibration stays undecided (on MuseData it rests on Pascanu et al. 2013 alone).
 """
 
 
@@ -411,7 +535,15 @@ def render(value: dict) -> str:
           "1; 'ours' is the harness's verdict of our value against theirs (`meets` within the "
           "tolerance, `misses` above it, `beats` below it).", ""]
   out += calibration_lines(value["rows"])
-  out += ["", "## Conclusion", "", CONCLUSION.strip(), "", "## Runs", ""]
+  out += ["", "## How the MuseData rows trained", "",
+          "Each MuseData run of the harness: its best validation step against the budget and "
+          "the frame-weighted validation NLL there and at the last step. The reading: "
+          f"'still improving at the end' with the best step at or after {LATE_BEST:.0%} of "
+          f"the budget; 'best early, worse after' at or before {EARLY_BEST:.0%} of it with a "
+          "higher validation NLL at the last step; 'best mid-budget' otherwise; 'partial' "
+          "short of the budget.", ""]
+  out += training_lines(value["rows"])
+  out += ["", "## Conclusion", "", conclusion(value["rows"]), "", "## Runs", ""]
   out += run_lines(value["rows"])
   return "\n".join(out) + "\n"
 

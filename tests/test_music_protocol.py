@@ -124,3 +124,57 @@ def test_calibration_judges_our_rnn_against_each_published_rnn(ours, want):
   assert float(cells[6]) == pytest.approx(lvf_rnn - theirs, abs=5e-3)
   unrun = mp.calibration_lines({"musedata-rnn": {"seeds": []}})
   assert all("not run" in l for l in unrun[2:])
+
+
+def _seed(steps=100, budget=100, best=50, val_best=7.0, val_last=7.0, **metrics):
+  return {"seed": 0, "steps": steps, "budget": budget, "best": best, "val_best": val_best,
+          "val_last": val_last, "min_train": None, **metrics}
+
+
+@pytest.mark.parametrize("seed,want", [
+    (_seed(steps=60), "partial"),
+    (_seed(best=int(100 * mp.LATE_BEST)), "still improving at the end"),
+    (_seed(best=int(100 * mp.EARLY_BEST), val_last=7.5), "best early, worse after"),
+    (_seed(best=int(100 * mp.EARLY_BEST)), "best mid-budget"),  # early, but no rise after
+    (_seed(best=int(100 * mp.EARLY_BEST) + 1, val_last=7.5), "best mid-budget"),
+    (_seed(best=None), "—"),
+])
+def test_training_reading(seed, want):
+  assert mp.training_reading(seed) == want
+
+
+def _row(model, paper, frame, piece, **seed):
+  return {"set": "musedata", "model": model, "paper": paper,
+          "seeds": [_seed(test_loss=frame, test_nll_per_sequence=piece, **seed)]}
+
+
+def test_the_sentences_about_the_records_follow_the_records():
+  rows = {"musedata-rnn": _row("RNN", 6.0, 7.0, 6.5),  # gap 1.0 -> 0.5: closer
+          "musedata-urnn": _row("uRNN", 6.0, 6.5, 6.8, steps=10),  # 0.5 -> 0.8, partial
+          "musedata-lvf": _row("lvfRNN", 6.0, 7.0, 6.05),  # 1.0 -> 0.05: 95 % removed
+          "jsb-rnn": {**_row("RNN", 8.0, 9.0, 9.0), "set": "jsb"}}
+  text = mp.averages_sentence(rows)
+  assert "2 of the 3 MuseData rows" in text and "uRNN +0.500 to +0.800" in text
+  assert "removes 95% of the lvfRNN's" in text
+  tol = mp.verdict_lib.tolerance("test_nll_per_sequence", [6.05], 6.0,
+                                 mp.verdict_lib.LOG_LIKELIHOOD)
+  assert ("lvfRNN meets the paper" in text) == (0.05 <= tol)
+  assert mp.open_sentence(rows) == ("Short of their budget: `musedata-urnn` (their page gives "
+                                    "the hours left).")
+  del rows["musedata-urnn"]
+  assert mp.open_sentence(rows).startswith("Every MuseData row")
+  assert mp.training_sentence(rows) == "best mid-budget: RNN, lvfRNN"
+  assert "{" not in mp.conclusion(rows)
+
+
+def test_t3_rows_take_the_paper_values_the_citations_give():
+  if not os.path.exists(mp.T3_RECORDS):
+    pytest.skip("no stored records")
+  rows = mp.t3_rows()
+  muse = [r for r in rows if r.startswith("musedata-")]
+  assert len(muse) > 3 and set(mp.JSB_ROWS) <= set(rows)
+  cited = mp.PUBLISHED["lvf-t3"]["values"]
+  for row, r in rows.items():
+    if (r["set"], r["model"]) in cited:
+      assert r["paper"] == cited[(r["set"], r["model"])], row
+  assert sum((r["set"], r["model"]) in cited for r in rows.values()) >= 6
