@@ -129,3 +129,18 @@ def test_the_committed_page_is_the_page_of_its_records(tmp_path):
                           str(figure))
   with open(study.PAGE) as f:
     assert f.read() == open(page).read()
+
+
+@pytest.mark.parametrize("row_settings,metric,gap", [
+    (study.JSB_ROWS, "test_loss", True), (study.MUSE_ROWS, "test_nll_per_sequence", True),
+    (study.PTB_ROWS, "test_bpc", False)])
+def test_each_comparison_reads_the_metric_its_rows_verdicts_read(row_settings, metric, gap):
+  """The paper column and the distance to the paper (PTB-char has none) use the metric the
+  harness judges the row by (MuseData: the per-piece mean), so neither is left empty."""
+  from experiments.reproduce import rows  # pylint: disable=g-import-not-at-top
+  table = rows.get("lvf-t3" if metric != "test_bpc" else "lvf-t1")
+  for row, _ in row_settings:
+    assert metric in table.row(row).paper, row
+  with open(study.PAGE) as f:
+    page = f.read()
+  assert (f"Recorded `{metric}` minus the paper's value:" in page) == gap
