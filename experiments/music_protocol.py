@@ -395,6 +395,10 @@ def _gap(r: dict, metric: str) -> Optional[float]:
   return None if got is None else got - r["paper"]
 
 
+#: How :func:`averages_sentence` words a verdict of :func:`verdict_lib.compare`.
+VERDICT_WORDS = {"meets": "meets", "misses": "stays above", "beats": "is below"}
+
+
 def averages_sentence(rows: dict) -> str:
   """What the per-piece mean does to each MuseData row's gap to the paper, from the records."""
   muse = {row: r for row, r in _muse(rows).items()
@@ -415,15 +419,12 @@ def averages_sentence(rows: dict) -> str:
                                 verdict_lib.LOG_LIKELIHOOD)
     got = verdict_lib.compare("test_nll_per_sequence", seeds, lvf["paper"],
                               verdict_lib.LOG_LIKELIHOOD)
-    removed = 1 - _gap(lvf, "test_nll_per_sequence") / _gap(lvf, "test_loss")
-    text += (f" The per-piece mean removes {removed:.0%} of the lvfRNN's frame-weighted gap; "
-             f"against the harness's log-likelihood tolerance ({tol:.3f}) the lvfRNN "
-             f"{VERDICT_WORDS[got]} the paper.")
+    if _gap(lvf, "test_loss") > 0:
+      removed = 1 - _gap(lvf, "test_nll_per_sequence") / _gap(lvf, "test_loss")
+      text += f" The per-piece mean removes {removed:.0%} of the lvfRNN's frame-weighted gap."
+    text += (f" Against the harness's log-likelihood tolerance ({tol:.3f}) the lvfRNN's "
+             f"per-piece mean {VERDICT_WORDS.get(got, got)} the paper.")
   return text
-
-
-#: How :func:`averages_sentence` words a verdict of :func:`verdict_lib.compare`.
-VERDICT_WORDS = {"meets": "meets", "misses": "stays above", "beats": "is below"}
 
 
 def training_sentence(rows: dict) -> str:
