@@ -176,10 +176,9 @@ def measure(data_dir: str) -> dict:
 # Records of the harness
 
 
-def t3_row_ids() -> tuple:
-  """:data:`JSB_ROWS` and every MuseData row of the harness's Table 3, in the table's order."""
-  muse = tuple(r.id for r in rows_lib.get("lvf-t3").rows if r.id.startswith("musedata-"))
-  return JSB_ROWS + muse
+def t3_row_ids(table: rows_lib.Table) -> tuple:
+  """:data:`JSB_ROWS` and every MuseData row of the harness's Table 3 ``table``, in its order."""
+  return JSB_ROWS + tuple(r.id for r in table.rows if r.id.startswith("musedata-"))
 
 
 def t3_rows(path: str = T3_RECORDS) -> dict:
@@ -189,17 +188,18 @@ def t3_rows(path: str = T3_RECORDS) -> dict:
     path: the archived Table 3 records.
 
   Returns:
-    ``{row: {"set", "model", "paper", "seeds": [{seed, steps, budget, best, test_loss,
-    test_nll_per_sequence, val_best, val_last, min_train, commit, machine, date}]}}``:
-    ``model`` and ``paper`` (the paper's value of the row's judged metric) from the harness's
-    table, ``val_best`` and ``val_last`` the frame-weighted validation NLL at the best and the
-    last step; a metric a record lacks is None.
+    ``{row: {"set", "model", "paper", "steps", "planned", "seeds": [{seed, steps, budget,
+    best, test_loss, test_nll_per_sequence, val_best, val_last, min_train, commit, machine,
+    date}]}}``: ``model``, ``paper`` (the paper's value of the row's judged metric),
+    ``steps`` and ``planned`` (the row's full budget and the seeds it plans) from the
+    harness's table; ``val_best`` and ``val_last`` the frame-weighted validation NLL at the
+    best and the last step; a metric a record lacks is None.
   """
   with open(path) as f:
     rows = json.load(f)["rows"]
   table = rows_lib.get("lvf-t3")
   out = {}
-  for row in t3_row_ids():
+  for row in t3_row_ids(table):
     seeds = []
     for seed, rec in sorted(rows.get(row, {}).get("seeds", {}).items()):
       m = rec.get("metrics") or {}
@@ -214,7 +214,8 @@ def t3_rows(path: str = T3_RECORDS) -> dict:
                     "date": rec.get("date")})
     spec = table.row(row)
     out[row] = {"set": row.split("-")[0], "model": spec.model,
-                "paper": next(iter(spec.paper.values())), "seeds": seeds}
+                "paper": next(iter(spec.paper.values())), "steps": spec.steps,
+                "planned": spec.seeds, "seeds": seeds}
   return out
 
 
@@ -351,12 +352,6 @@ def _muse(rows: dict) -> dict:
   return {row: r for row, r in rows.items() if r["set"] == "musedata"}
 
 
-def _short(r: dict) -> bool:
-  """Whether a row has no seed or a seed short of its budget."""
-  return not r["seeds"] or any(s["steps"] is None or not s["budget"] or s["steps"] < s["budget"]
-                               for s in r["seeds"])
-
-
 def training_reading(seed: dict) -> str:
   """How one run ended: ``'partial'`` short of its budget; ``'still improving at the end'``
   with its best validation step at or after :data:`LATE_BEST` of the budget; ``'best early,
@@ -390,9 +385,11 @@ def training_lines(rows: dict) -> list:
   return lines
 
 
-def _gap(r: dict, metric: str) -> Optional[float]:
-  got = _mean([s[metric] for s in r["seeds"]])
-  return None if got is None else got - r["paper"]
+def _gaps(r: dict) -> tuple:
+  """The row's mean frame-weighted and per-piece test NLL minus the paper's value (None where
+  no seed recorded it)."""
+  means = (_mean([s[m] for s in r["seeds"]]) for m in ("test_loss", "test_nll_per_sequence"))
+  return tuple(None if got is None else got - r["paper"] for got in means)
 
 
 #: How :func:`averages_sentence` words a verdict of :func:`verdict_lib.compare`.
@@ -401,26 +398,25 @@ VERDICT_WORDS = {"meets": "meets", "misses": "stays above", "beats": "is below"}
 
 def averages_sentence(rows: dict) -> str:
   """What the per-piece mean does to each MuseData row's gap to the paper, from the records."""
-  muse = {row: r for row, r in _muse(rows).items()
-          if None not in (_gap(r, "test_loss"), _gap(r, "test_nll_per_sequence"))}
-  if not muse:
+  gaps = {row: g for row, g in ((row, _gaps(r)) for row, r in _muse(rows).items())
+          if None not in g}
+  if not gaps:
     return "No MuseData row has both averages recorded yet."
-  closer = [r["model"] for r in muse.values()
-            if _gap(r, "test_nll_per_sequence") < _gap(r, "test_loss")]
-  parts = [f"{r['model']} {_gap(r, 'test_loss'):+.3f} to {_gap(r, 'test_nll_per_sequence'):+.3f}"
-           for r in muse.values()]
-  text = (f"Under the per-piece mean {len(closer)} of the {len(muse)} MuseData rows with both "
+  closer = [row for row, (frame, piece) in gaps.items() if piece < frame]
+  parts = [f"{rows[row]['model']} {frame:+.3f} to {piece:+.3f}"
+           for row, (frame, piece) in gaps.items()]
+  text = (f"Under the per-piece mean {len(closer)} of the {len(gaps)} MuseData rows with both "
           "averages recorded move towards the paper (their gap to it, frame-weighted to "
           f"per-piece: {'; '.join(parts)}).")
-  lvf = muse.get("musedata-lvf")
-  if lvf is not None:
+  if "musedata-lvf" in gaps:
+    lvf, (frame, piece) = rows["musedata-lvf"], gaps["musedata-lvf"]
     seeds = [s["test_nll_per_sequence"] for s in lvf["seeds"]]
     tol = verdict_lib.tolerance("test_nll_per_sequence", seeds, lvf["paper"],
                                 verdict_lib.LOG_LIKELIHOOD)
     got = verdict_lib.compare("test_nll_per_sequence", seeds, lvf["paper"],
                               verdict_lib.LOG_LIKELIHOOD)
-    if _gap(lvf, "test_loss") > 0:
-      removed = 1 - _gap(lvf, "test_nll_per_sequence") / _gap(lvf, "test_loss")
+    if frame > 0:
+      removed = 1 - piece / frame
       text += f" The per-piece mean removes {removed:.0%} of the lvfRNN's frame-weighted gap."
     text += (f" Against the harness's log-likelihood tolerance ({tol:.3f}) the lvfRNN's "
              f"per-piece mean {VERDICT_WORDS.get(got, got)} the paper.")
@@ -441,7 +437,8 @@ def training_sentence(rows: dict) -> str:
 
 def open_sentence(rows: dict) -> str:
   """The MuseData rows short of their budget, or that none is."""
-  short = [row for row, r in _muse(rows).items() if _short(r)]
+  short = [row for row, r in _muse(rows).items()
+           if not r["seeds"] or verdict_lib.short_of_budget(r["seeds"], r["steps"], r["planned"])]
   if not short:
     return "Every MuseData row of Table 3 has run its full budget."
   return (f"Short of their budget: {', '.join(f'`{row}`' for row in short)} (their page "

@@ -144,7 +144,7 @@ def test_training_reading(seed, want):
 
 
 def _row(model, paper, frame, piece, **seed):
-  return {"set": "musedata", "model": model, "paper": paper,
+  return {"set": "musedata", "model": model, "paper": paper, "steps": 100, "planned": 1,
           "seeds": [_seed(test_loss=frame, test_nll_per_sequence=piece, **seed)]}
 
 
